@@ -1,0 +1,44 @@
+// Package cli holds berth's subcommands. Everything except `serve` is a client
+// of the Kafka protocol (kgo/kadm) or the HTTP API: no back doors.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs the berth command line and returns the process exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "berth",
+		Short:         "Berth: a Kafka-compatible message broker with work queues",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd())
+	for _, add := range clientCommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// clientCommands is filled by the init functions of the client subcommand
+// files (topic.go, produce.go, ...), so each file registers itself.
+var clientCommands []func() *cobra.Command

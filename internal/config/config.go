@@ -1,0 +1,373 @@
+// Package config holds the broker's settings. Names follow Kafka's where Kafka
+// has one (log.dirs, num.partitions, message.max.bytes, ...). A setting comes,
+// in rising precedence, from its default, the properties file (--config), a
+// BERTH_* environment variable (dots become underscores, upper case:
+// BERTH_LOG_DIRS) and a command-line flag (--log.dirs).
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a setting's value.
+type Kind int
+
+const (
+	KindString Kind = iota
+	KindInt
+	KindLong
+	KindBool
+	KindList
+)
+
+func (k Kind) String() string {
+	return [...]string{"STRING", "INT", "LONG", "BOOLEAN", "LIST"}[k]
+}
+
+// Def describes one setting.
+type Def struct {
+	Name    string
+	Kind    Kind
+	Default string
+	Doc     string
+	// Topic is the name of the topic-level setting this broker setting is
+	// the default for ("" when none), as log.retention.ms is for retention.ms.
+	Topic string
+	// Valid, when set, checks a value beyond its kind.
+	Valid func(string) error
+	// Dynamic settings can be changed at run time with AlterConfigs.
+	Dynamic bool
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range vals {
+			if s == v {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(vals, ", "))
+	}
+}
+
+func atLeast(min int64) func(string) error {
+	return func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		if n < min {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+// Broker settings. Durability: "fsync" answers acks=1/all only after the
+// batch is on disk (group-committed); "os" leaves flushing to the OS page
+// cache, as Kafka does by default.
+var brokerDefs = []Def{
+	{Name: "node.id", Kind: KindInt, Default: "1", Doc: "This node's id in the cluster.", Valid: atLeast(0)},
+	{Name: "cluster.id", Kind: KindString, Default: "", Doc: "Cluster id; generated on first start when empty and kept in the metadata log."},
+	{Name: "log.dirs", Kind: KindString, Default: "./berth-data", Doc: "Directory holding partition logs and the metadata log."},
+	{Name: "listeners", Kind: KindList, Default: "PLAINTEXT://127.0.0.1:9092", Doc: "Kafka protocol listener."},
+	{Name: "advertised.listeners", Kind: KindList, Default: "", Doc: "Address given to clients in Metadata; defaults to listeners (with the bound port when 0)."},
+	{Name: "http.listener", Kind: KindString, Default: "127.0.0.1:8081", Doc: "HTTP listener for /metrics and, later, the admin API and schema registry. Empty disables it."},
+	{Name: "num.partitions", Kind: KindInt, Default: "1", Doc: "Partitions of an auto-created topic or of CreateTopics with -1.", Valid: atLeast(1), Dynamic: true},
+	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Doc: "Replication factor of auto-created topics.", Valid: atLeast(1), Dynamic: true},
+	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic when a client asks Metadata for it.", Dynamic: true},
+	{Name: "delete.topic.enable", Kind: KindBool, Default: "true", Doc: "Allow DeleteTopics."},
+	{Name: "message.max.bytes", Kind: KindInt, Default: "1048588", Doc: "Largest record batch accepted (after compression).", Topic: "max.message.bytes", Valid: atLeast(0), Dynamic: true},
+	{Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Doc: "Largest request frame; a larger one closes the connection.", Valid: atLeast(1024)},
+	{Name: "queued.max.request.bytes", Kind: KindLong, Default: "268435456", Doc: "Bytes of requests held in memory across all connections; readers wait above it.", Valid: atLeast(1 << 20)},
+	{Name: "max.inflight.requests.per.connection", Kind: KindInt, Default: "100", Doc: "Requests read ahead on one connection before its reader waits (pipelining depth).", Valid: atLeast(1)},
+	{Name: "connections.max.idle.ms", Kind: KindLong, Default: "600000", Doc: "Close connections idle this long.", Valid: atLeast(1000)},
+	{Name: "durability.mode", Kind: KindString, Default: "fsync", Doc: "fsync: acks=1/all are answered after the data is fsync'd (group commit). os: after the write to the OS page cache (Kafka's default); a machine crash can lose acknowledged records.", Valid: oneOf("fsync", "os")},
+	{Name: "log.segment.bytes", Kind: KindInt, Default: "1073741824", Doc: "Segment size before a roll.", Topic: "segment.bytes", Valid: atLeast(1024), Dynamic: true},
+	{Name: "log.roll.ms", Kind: KindLong, Default: "604800000", Doc: "Segment age before a roll.", Topic: "segment.ms", Valid: atLeast(1), Dynamic: true},
+	{Name: "log.retention.ms", Kind: KindLong, Default: "604800000", Doc: "Delete segments whose newest record is older; -1 keeps forever.", Topic: "retention.ms", Valid: atLeast(-1), Dynamic: true},
+	{Name: "log.retention.bytes", Kind: KindLong, Default: "-1", Doc: "Delete oldest segments while a partition is larger; -1 no limit.", Topic: "retention.bytes", Valid: atLeast(-1), Dynamic: true},
+	{Name: "log.retention.check.interval.ms", Kind: KindLong, Default: "300000", Doc: "How often retention runs.", Valid: atLeast(10)},
+	{Name: "log.index.interval.bytes", Kind: KindInt, Default: "4096", Doc: "Bytes between offset index entries.", Topic: "index.interval.bytes", Valid: atLeast(0), Dynamic: true},
+	{Name: "log.cleanup.policy", Kind: KindList, Default: "delete", Doc: "delete, compact or both.", Topic: "cleanup.policy", Valid: validCleanup, Dynamic: true},
+	{Name: "log.message.timestamp.type", Kind: KindString, Default: "CreateTime", Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches on append.", Topic: "message.timestamp.type", Valid: oneOf("CreateTime", "LogAppendTime"), Dynamic: true},
+	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: "9223372036854775807", Doc: "Reject CreateTime records older than this.", Topic: "message.timestamp.before.max.ms", Valid: atLeast(0), Dynamic: true},
+	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: "3600000", Doc: "Reject CreateTime records further in the future than this.", Topic: "message.timestamp.after.max.ms", Valid: atLeast(0), Dynamic: true},
+	{Name: "compression.type", Kind: KindString, Default: "producer", Doc: "Only producer (keep the producer's codec) is served.", Topic: "compression.type", Valid: oneOf("producer"), Dynamic: true},
+	{Name: "min.insync.replicas", Kind: KindInt, Default: "1", Doc: "Replicas that must hold a record before acks=all succeeds.", Topic: "min.insync.replicas", Valid: atLeast(1), Dynamic: true},
+	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: "false", Doc: "Allow an out-of-sync replica to become leader (may lose data).", Topic: "unclean.leader.election.enable", Dynamic: true},
+	{Name: "log.cleaner.delete.retention.ms", Kind: KindLong, Default: "86400000", Doc: "How long tombstones stay readable on compacted topics.", Topic: "delete.retention.ms", Valid: atLeast(0), Dynamic: true},
+	{Name: "log.cleaner.min.compaction.lag.ms", Kind: KindLong, Default: "0", Doc: "Minimum age before a record may be compacted.", Topic: "min.compaction.lag.ms", Valid: atLeast(0), Dynamic: true},
+	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: "9223372036854775807", Doc: "Maximum time a record stays uncompacted.", Topic: "max.compaction.lag.ms", Valid: atLeast(1), Dynamic: true},
+	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindString, Default: "0.5", Doc: "Dirty ratio that triggers compaction.", Topic: "min.cleanable.dirty.ratio", Dynamic: true},
+	{Name: "producer.id.expiration.ms", Kind: KindLong, Default: "86400000", Doc: "Forget an idle producer's sequence state after this long.", Valid: atLeast(1)},
+	{Name: "log.flush.interval.ms", Kind: KindLong, Default: "1000", Doc: "With durability.mode=os, fsync dirty partitions at least this often.", Valid: atLeast(1)},
+}
+
+func validCleanup(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete", "compact":
+		default:
+			return errors.New("must be delete, compact or delete,compact")
+		}
+	}
+	return nil
+}
+
+// topicOnlyDefs are topic settings with no broker-level twin in brokerDefs.
+var topicOnlyDefs = []Def{
+	{Name: "file.delete.delay.ms", Kind: KindLong, Default: "60000", Doc: "Accepted for compatibility; segments are deleted at once."},
+	{Name: "flush.messages", Kind: KindLong, Default: "9223372036854775807", Doc: "Accepted for compatibility; see durability.mode."},
+	{Name: "flush.ms", Kind: KindLong, Default: "9223372036854775807", Doc: "Accepted for compatibility; see durability.mode."},
+	{Name: "preallocate", Kind: KindBool, Default: "false", Doc: "Accepted for compatibility."},
+	{Name: "segment.index.bytes", Kind: KindInt, Default: "10485760", Doc: "Largest offset index of one segment; a full index rolls the segment.", Valid: atLeast(4096)},
+	{Name: "segment.jitter.ms", Kind: KindLong, Default: "0", Doc: "Accepted for compatibility."},
+	{Name: "message.downconversion.enable", Kind: KindBool, Default: "true", Doc: "Accepted for compatibility; record batches are served as v2 only."},
+}
+
+// BrokerDefs lists every broker setting, sorted by name.
+func BrokerDefs() []Def {
+	out := append([]Def(nil), brokerDefs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// TopicDefs lists every topic setting, sorted by name, with its broker-level
+// default name in Def.Topic turned around: here Topic holds the broker key.
+func TopicDefs() []Def {
+	var out []Def
+	for _, d := range brokerDefs {
+		if d.Topic == "" {
+			continue
+		}
+		t := d
+		t.Name, t.Topic = d.Topic, d.Name
+		out = append(out, t)
+	}
+	out = append(out, topicOnlyDefs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LookupBroker finds a broker setting.
+func LookupBroker(name string) (Def, bool) {
+	for _, d := range brokerDefs {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// LookupTopic finds a topic setting; Def.Topic names its broker default.
+func LookupTopic(name string) (Def, bool) {
+	for _, d := range TopicDefs() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// CheckValue validates a value against a setting's kind and rules.
+func (d Def) CheckValue(v string) error {
+	switch d.Kind {
+	case KindInt:
+		if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+			return fmt.Errorf("%s: %q is not a 32-bit integer", d.Name, v)
+		}
+	case KindLong:
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return fmt.Errorf("%s: %q is not an integer", d.Name, v)
+		}
+	case KindBool:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("%s: %q is not true or false", d.Name, v)
+		}
+	}
+	if d.Valid != nil {
+		if err := d.Valid(v); err != nil {
+			return fmt.Errorf("%s: %q %v", d.Name, v, err)
+		}
+	}
+	return nil
+}
+
+// Source says where a setting's value came from.
+type Source int
+
+const (
+	SourceDefault Source = iota
+	SourceFile
+	SourceEnv
+	SourceFlag
+)
+
+// Config is a set of broker settings with typed accessors.
+type Config struct {
+	vals    map[string]string
+	sources map[string]Source
+}
+
+// Defaults returns a Config with every setting at its default.
+func Defaults() *Config {
+	c := &Config{vals: map[string]string{}, sources: map[string]Source{}}
+	for _, d := range brokerDefs {
+		c.vals[d.Name] = d.Default
+	}
+	return c
+}
+
+// Set sets a broker setting after checking it.
+func (c *Config) Set(name, value string, src Source) error {
+	d, ok := LookupBroker(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q (see docs/configuration.md)", name)
+	}
+	if err := d.CheckValue(value); err != nil {
+		return err
+	}
+	c.vals[name] = value
+	c.sources[name] = src
+	return nil
+}
+
+// SourceOf tells where a value came from.
+func (c *Config) SourceOf(name string) Source { return c.sources[name] }
+
+// Get returns a setting's value as a string.
+func (c *Config) Get(name string) string { return c.vals[name] }
+
+// Int returns an integer setting.
+func (c *Config) Int(name string) int64 {
+	n, _ := strconv.ParseInt(c.vals[name], 10, 64)
+	return n
+}
+
+// Bool returns a boolean setting.
+func (c *Config) Bool(name string) bool {
+	b, _ := strconv.ParseBool(c.vals[name])
+	return b
+}
+
+// Duration returns a millisecond setting as a duration.
+func (c *Config) Duration(name string) time.Duration {
+	return time.Duration(c.Int(name)) * time.Millisecond
+}
+
+// All returns a copy of every value.
+func (c *Config) All() map[string]string {
+	out := make(map[string]string, len(c.vals))
+	for k, v := range c.vals {
+		out[k] = v
+	}
+	return out
+}
+
+// LoadFile reads a Kafka-style properties file (key=value, # comments).
+func (c *Config) LoadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' || s[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("%s:%d: expected key=value", path, line)
+		}
+		if err := c.Set(strings.TrimSpace(k), strings.TrimSpace(v), SourceFile); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+// EnvName is the environment variable for a setting: BERTH_LOG_DIRS.
+func EnvName(name string) string {
+	return "BERTH_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(name))
+}
+
+// LoadEnv applies BERTH_* variables from environ (os.Environ() form).
+func (c *Config) LoadEnv(environ []string) error {
+	byEnv := map[string]string{}
+	for _, d := range brokerDefs {
+		byEnv[EnvName(d.Name)] = d.Name
+	}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if name, ok := byEnv[k]; ok {
+			if err := c.Set(name, v, SourceEnv); err != nil {
+				return fmt.Errorf("environment %s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Listener is a parsed listener address.
+type Listener struct {
+	Name string // PLAINTEXT
+	Host string
+	Port int
+}
+
+// ParseListener parses NAME://host:port (NAME:// optional).
+func ParseListener(s string) (Listener, error) {
+	name := "PLAINTEXT"
+	if n, rest, ok := strings.Cut(s, "://"); ok {
+		name, s = strings.ToUpper(n), rest
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return Listener{}, fmt.Errorf("listener %q: %w (want PLAINTEXT://host:port)", s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return Listener{}, fmt.Errorf("listener %q: bad port", s)
+	}
+	return Listener{Name: name, Host: host, Port: p}, nil
+}
+
+// Validate checks settings that depend on each other.
+func (c *Config) Validate() error {
+	if c.Get("log.dirs") == "" {
+		return errors.New("log.dirs must name a directory")
+	}
+	if strings.Contains(c.Get("log.dirs"), ",") {
+		return errors.New("log.dirs: one directory is supported (JBOD is not)")
+	}
+	ls := strings.Split(c.Get("listeners"), ",")
+	if len(ls) != 1 {
+		return errors.New("listeners: exactly one listener is supported for now")
+	}
+	l, err := ParseListener(ls[0])
+	if err != nil {
+		return err
+	}
+	if l.Name != "PLAINTEXT" {
+		return fmt.Errorf("listeners: security protocol %s is not served yet; use PLAINTEXT", l.Name)
+	}
+	if a := c.Get("advertised.listeners"); a != "" {
+		if _, err := ParseListener(strings.Split(a, ",")[0]); err != nil {
+			return fmt.Errorf("advertised.listeners: %w", err)
+		}
+	}
+	return nil
+}
