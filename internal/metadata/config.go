@@ -1,0 +1,86 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DirName is the metadata directory's name under log.dirs, as in KRaft.
+const DirName = "__cluster_metadata-0"
+
+// Config configures a Controller. Call Defaults, then Validate.
+type Config struct {
+	// Dir holds the WAL and snapshot files; created if missing. The broker
+	// uses filepath.Join(log.dirs, DirName).
+	Dir string
+	// NodeID is the Raft id of this node. Raft reserves 0, and Kafka's
+	// node.id may be 0, so use RaftID(node.id) = node.id + 1.
+	NodeID uint64
+	// ClusterID is the Kafka cluster id. "" means: use the one in the
+	// metadata log, or generate one (NewClusterID) on first start and store
+	// it through a SetClusterID record. A non-empty value that differs from
+	// the logged one makes Open fail with ErrClusterIDMismatch.
+	ClusterID string
+	// SnapshotEvery is the number of applied entries between snapshots
+	// (default 1000). A snapshot is also taken on Close. After a snapshot
+	// the Raft log is compacted and the WAL rewritten.
+	SnapshotEvery uint64
+	// TickInterval is the Raft logical clock period (default 100ms).
+	// Elections take ElectionTicks ticks, heartbeats one tick.
+	TickInterval time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Transport carries Raft messages to other voters. nil = LoopbackTransport
+	// (one voter; nothing is ever sent).
+	Transport Transport
+}
+
+// Raft timing in ticks: election timeout 10 ticks, heartbeat 1 tick, as in
+// etcd's defaults.
+const (
+	ElectionTicks  = 10
+	HeartbeatTicks = 1
+)
+
+// RaftID maps a Kafka node.id (which may be 0) to a Raft id (never 0).
+func RaftID(nodeID int32) uint64 { return uint64(nodeID) + 1 }
+
+// Defaults fills unset fields.
+func (c *Config) Defaults() {
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 1000
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Transport == nil {
+		c.Transport = LoopbackTransport{}
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("metadata: Config.Dir is empty")
+	case c.NodeID == 0:
+		return errors.New("metadata: Config.NodeID must be > 0 (use RaftID(node.id))")
+	case c.NodeID >= 1<<62:
+		return fmt.Errorf("metadata: Config.NodeID %d is out of range", c.NodeID)
+	case c.SnapshotEvery == 0:
+		return errors.New("metadata: Config.SnapshotEvery must be > 0")
+	case c.TickInterval <= 0:
+		return errors.New("metadata: Config.TickInterval must be > 0")
+	}
+	if c.ClusterID != "" {
+		if err := validClusterID(c.ClusterID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers test with errors.Is; the Kafka edge maps them to
+// error codes in one table (e.g. ErrTopicExists -> TOPIC_ALREADY_EXISTS).
+var (
+	// ErrTopicExists: a topic with this name (or topic id) already exists.
+	ErrTopicExists = errors.New("metadata: topic already exists")
+	// ErrUnknownTopic: no topic with this name or id.
+	ErrUnknownTopic = errors.New("metadata: unknown topic")
+	// ErrInvalidTopic: the topic name or id is not legal.
+	ErrInvalidTopic = errors.New("metadata: invalid topic")
+	// ErrInvalidPartitions: a partition count or index is out of range.
+	ErrInvalidPartitions = errors.New("metadata: invalid partitions")
+	// ErrInvalidReplicas: a replica assignment is empty, has duplicates or
+	// negative broker ids, or does not match the partition count.
+	ErrInvalidReplicas = errors.New("metadata: invalid replica assignment")
+	// ErrInvalidConfig: a config key is empty or an update is contradictory.
+	ErrInvalidConfig = errors.New("metadata: invalid config")
+	// ErrInvalidRecord: a record is malformed (no or several union members
+	// set, bad field values not covered by a more specific error).
+	ErrInvalidRecord = errors.New("metadata: invalid record")
+	// ErrUnknownBroker: a record names a broker that is not registered.
+	ErrUnknownBroker = errors.New("metadata: unknown broker")
+	// ErrStaleEpoch: a PartitionChange carried an expected partition epoch
+	// that no longer matches (Kafka's INVALID_UPDATE_VERSION).
+	ErrStaleEpoch = errors.New("metadata: stale partition epoch")
+	// ErrClusterIDMismatch: the configured cluster id differs from the one
+	// in the metadata log, or a second SetClusterID tries to change it.
+	ErrClusterIDMismatch = errors.New("metadata: cluster id mismatch")
+	// ErrNotLeader: this node is not the Raft leader (or not started), so it
+	// cannot propose; or it lost leadership while a proposal was in flight,
+	// in which case the proposal's outcome is unknown.
+	ErrNotLeader = errors.New("metadata: not the controller leader")
+	// ErrClosed: the controller is closed or stopped after a fatal error.
+	ErrClosed = errors.New("metadata: controller closed")
+	// ErrCorrupt: an on-disk file failed validation. Returned wrapped in a
+	// *CorruptionError.
+	ErrCorrupt = errors.New("metadata: corrupt file")
+)
+
+// CorruptionError reports a damaged WAL or snapshot file and where the
+// damage starts. errors.Is(err, ErrCorrupt) holds for it.
+type CorruptionError struct {
+	File   string // path, or "" for an in-memory reader
+	Offset int64  // byte offset of the first bad frame
+	Reason string
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("metadata: corrupt file %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }

@@ -1,0 +1,108 @@
+package metadata
+
+import "slices"
+
+// Image is the cluster metadata as of one applied Raft entry. An Image and
+// everything reachable from it (maps, *Topic, slices) is immutable: readers
+// share it without locks and must never modify it. Apply builds the next
+// Image copy-on-write, reusing the unchanged parts.
+type Image struct {
+	Index     uint64 // Raft index of the last applied entry
+	ClusterID string // "" until a SetClusterID record applies
+	Brokers   map[int32]Broker
+	Topics    map[string]*Topic   // by name
+	TopicIDs  map[[16]byte]string // topic id -> name
+	// BrokerConfigs are the dynamic cluster-wide broker config overrides
+	// (AlterConfigs / IncrementalAlterConfigs on the broker resource).
+	BrokerConfigs map[string]string
+	// NextProducerID is the first producer id not yet handed out in a
+	// ProducerIDBlock.
+	NextProducerID int64
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID     int32
+	Host   string
+	Port   int32
+	Rack   string
+	Fenced bool
+}
+
+// Topic is one topic. Immutable, like the Image holding it.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string // topic-level overrides only; never nil
+	Partitions []Partition       // Partitions[i].Index == i
+	Internal   bool
+}
+
+// Partition is one partition's assignment and leadership.
+type Partition struct {
+	Index          int32
+	Leader         int32 // -1: no leader
+	LeaderEpoch    int32 // bumped when the leader changes
+	PartitionEpoch int32 // bumped on every change
+	Replicas       []int32
+	ISR            []int32
+}
+
+// NoLeader is Partition.Leader when the partition has none.
+const NoLeader int32 = -1
+
+// emptyImage is the Image before any entry applies.
+func emptyImage() *Image {
+	return &Image{
+		Brokers:       map[int32]Broker{},
+		Topics:        map[string]*Topic{},
+		TopicIDs:      map[[16]byte]string{},
+		BrokerConfigs: map[string]string{},
+	}
+}
+
+// Topic returns the topic named name, or nil.
+func (im *Image) Topic(name string) *Topic { return im.Topics[name] }
+
+// TopicByID returns the topic with this id, or nil.
+func (im *Image) TopicByID(id [16]byte) *Topic {
+	name, ok := im.TopicIDs[id]
+	if !ok {
+		return nil
+	}
+	return im.Topics[name]
+}
+
+// Broker returns the broker with this id and whether it is registered.
+func (im *Image) Broker(id int32) (Broker, bool) {
+	b, ok := im.Brokers[id]
+	return b, ok
+}
+
+// TopicNames returns the topic names in sorted order (a new slice).
+func (im *Image) TopicNames() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// BrokerIDs returns the registered broker ids in ascending order.
+func (im *Image) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(im.Brokers))
+	for id := range im.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Partition returns partition p of the topic, or nil when out of range.
+func (t *Topic) Partition(p int32) *Partition {
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return nil
+	}
+	return &t.Partitions[p]
+}
