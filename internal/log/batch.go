@@ -1,0 +1,184 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// Record batch (magic v2) header layout, big endian. See docs/format/log.md.
+const (
+	offBaseOffset      = 0  // int64
+	offLength          = 8  // int32: bytes after this field
+	offLeaderEpoch     = 12 // int32
+	offMagic           = 16 // int8
+	offCRC             = 17 // uint32, CRC-32C over [21:end]
+	offAttributes      = 21 // int16
+	offLastOffsetDelta = 23 // int32
+	offBaseTimestamp   = 27 // int64
+	offMaxTimestamp    = 35 // int64
+	offProducerID      = 43 // int64
+	offProducerEpoch   = 51 // int16
+	offBaseSequence    = 53 // int32
+	offRecordCount     = 57 // int32
+
+	// BatchHeaderSize is the size of a v2 batch header; records follow it.
+	BatchHeaderSize = 61
+	// batchOverhead is the part of the header not counted by Length.
+	batchOverhead = 12
+	// minBatchLength is the smallest Length field of a v2 batch (no records).
+	minBatchLength = BatchHeaderSize - batchOverhead
+
+	attrCompressionMask = 0x07
+	attrLogAppendTime   = 0x08
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// BatchHeader is the parsed header of a v2 record batch.
+type BatchHeader struct {
+	BaseOffset      int64
+	Length          int32 // bytes after the Length field; Size() = 12 + Length
+	LeaderEpoch     int32 // partitionLeaderEpoch
+	Magic           int8
+	CRC             uint32
+	Attributes      int16
+	LastOffsetDelta int32
+	BaseTimestamp   int64
+	MaxTimestamp    int64
+	ProducerID      int64
+	ProducerEpoch   int16
+	BaseSequence    int32
+	RecordCount     int32
+}
+
+// LastOffset is the offset of the batch's last record.
+func (h BatchHeader) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+
+// Size is the batch's size in bytes, header included.
+func (h BatchHeader) Size() int { return batchOverhead + int(h.Length) }
+
+// Compression is the codec in the attributes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+func (h BatchHeader) Compression() int8 { return int8(h.Attributes & attrCompressionMask) }
+
+// IsTransactional reports attribute bit 4.
+func (h BatchHeader) IsTransactional() bool { return h.Attributes&0x10 != 0 }
+
+// IsControl reports attribute bit 5.
+func (h BatchHeader) IsControl() bool { return h.Attributes&0x20 != 0 }
+
+// ParseBatchHeader parses the first BatchHeaderSize bytes of b. It checks the
+// magic byte and that Length and LastOffsetDelta are sane, not that b holds
+// the whole batch nor the CRC (see CheckBatch). Errors wrap ErrInvalidBatch.
+func ParseBatchHeader(b []byte) (BatchHeader, error) {
+	if len(b) < BatchHeaderSize {
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrInvalidBatch, len(b), BatchHeaderSize)
+	}
+	h := BatchHeader{
+		BaseOffset:      int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
+		Length:          int32(binary.BigEndian.Uint32(b[offLength:])),
+		LeaderEpoch:     int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])),
+		Magic:           int8(b[offMagic]),
+		CRC:             binary.BigEndian.Uint32(b[offCRC:]),
+		Attributes:      int16(binary.BigEndian.Uint16(b[offAttributes:])),
+		LastOffsetDelta: int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
+		BaseTimestamp:   int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])),
+		MaxTimestamp:    int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
+		ProducerID:      int64(binary.BigEndian.Uint64(b[offProducerID:])),
+		ProducerEpoch:   int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
+		BaseSequence:    int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
+		RecordCount:     int32(binary.BigEndian.Uint32(b[offRecordCount:])),
+	}
+	if err := h.check(); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+func (h BatchHeader) check() error {
+	switch {
+	case h.Magic != 2:
+		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, h.Magic)
+	case h.Length < minBatchLength:
+		return fmt.Errorf("%w: length %d below %d", ErrInvalidBatch, h.Length, minBatchLength)
+	case h.LastOffsetDelta < 0:
+		return fmt.Errorf("%w: negative lastOffsetDelta %d", ErrInvalidBatch, h.LastOffsetDelta)
+	case h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta):
+		return fmt.Errorf("%w: base offset %d out of range", ErrInvalidBatch, h.BaseOffset)
+	}
+	return nil
+}
+
+// CheckBatch validates one whole batch: header sanity, len(b) equal to its
+// size, and the CRC-32C. Errors wrap ErrInvalidBatch.
+func CheckBatch(b []byte) (BatchHeader, error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Size() != len(b) {
+		return h, fmt.Errorf("%w: size %d, have %d bytes", ErrInvalidBatch, h.Size(), len(b))
+	}
+	if c := crc32.Checksum(b[offAttributes:], castagnoli); c != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", ErrInvalidBatch, h.CRC, c)
+	}
+	return h, nil
+}
+
+// batchFields is the handful of header fields the append path needs, read
+// without building a whole BatchHeader.
+func peekSize(b []byte) int64 {
+	return batchOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+}
+
+func peekBase(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
+
+func peekLastDelta(b []byte) int64 {
+	return int64(int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])))
+}
+
+func peekMaxTimestamp(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])) }
+
+func peekEpoch(b []byte) int32 { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
+
+// firstRecordAtOrAfter returns the offset and timestamp of the first record of
+// batch b (a whole, uncompressed batch) whose timestamp is >= ts. ok is false
+// if the records cannot be parsed or none qualifies.
+func firstRecordAtOrAfter(h BatchHeader, b []byte, ts int64) (off, rts int64, ok bool) {
+	if h.Attributes&attrLogAppendTime != 0 {
+		// Every record carries the batch's MaxTimestamp.
+		if h.MaxTimestamp >= ts {
+			return h.BaseOffset, h.MaxTimestamp, true
+		}
+		return 0, 0, false
+	}
+	if h.Compression() != 0 {
+		return 0, 0, false
+	}
+	p := b[BatchHeaderSize:]
+	for i := int32(0); i < h.RecordCount && len(p) > 0; i++ {
+		n, k := binary.Varint(p)
+		if k <= 0 || n < 0 || int64(len(p)-k) < n {
+			return 0, 0, false
+		}
+		rec := p[k : k+int(n)]
+		p = p[k+int(n):]
+		if len(rec) < 1 {
+			return 0, 0, false
+		}
+		rec = rec[1:] // attributes
+		tsDelta, k1 := binary.Varint(rec)
+		if k1 <= 0 {
+			return 0, 0, false
+		}
+		offDelta, k2 := binary.Varint(rec[k1:])
+		if k2 <= 0 {
+			return 0, 0, false
+		}
+		if t := h.BaseTimestamp + tsDelta; t >= ts {
+			return h.BaseOffset + offDelta, t, true
+		}
+	}
+	return 0, 0, false
+}

@@ -1,0 +1,79 @@
+package log
+
+import (
+	"io"
+	"os"
+	"sort"
+)
+
+// FS is the filesystem the log does all its I/O through, so tests can inject
+// faults (see FaultFS). Names are full paths.
+type FS interface {
+	// OpenFile opens a file as os.OpenFile does.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	Remove(name string) error
+	RemoveAll(dir string) error
+	Rename(oldname, newname string) error
+	MkdirAll(dir string, perm os.FileMode) error
+	// ReadDir returns the names of the entries of dir, sorted.
+	ReadDir(dir string) ([]string, error)
+	// SyncDir fsyncs a directory, making creations, renames and removals
+	// in it durable.
+	SyncDir(dir string) error
+}
+
+// File is an open file. The log writes with WriteAt (pwrite) at the end it
+// tracks itself and reads with ReadAt (pread), so the file offset is unused.
+type File interface {
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+}
+
+// OSFS returns the FS of the operating system.
+func OSFS() FS { return osFS{} }
+
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) Remove(name string) error                    { return os.Remove(name) }
+func (osFS) RemoveAll(dir string) error                  { return os.RemoveAll(dir) }
+func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+
+func (osFS) ReadDir(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (osFS) SyncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
