@@ -2,62 +2,304 @@ package metadata
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Controller runs the metadata Raft node: Open replays storage, Start runs
 // the Ready loop, Propose appends records, Image reads the applied state.
+//
+// Ownership: the fields under "loop state" belong to the goroutine running
+// run (between Start and its exit), and to Open/Close when it is not
+// running. Other goroutines talk to it through propc and recvc. image,
+// leader and the subscriptions are safe for concurrent use.
 type Controller struct {
-	cfg   Config
-	image atomic.Pointer[Image]
+	cfg Config
+	log *slog.Logger
+
+	image  atomic.Pointer[Image]
+	leader atomic.Uint64 // raft id of the known leader, 0 = none
+	nextID atomic.Uint64 // proposal ids
 
 	subMu sync.Mutex
 	subs  map[*subscription]struct{}
+
+	propc chan *proposal
+	recvc chan *pb.Message
+
+	startMu  sync.Mutex
+	started  bool
+	closed   bool
+	stopc    chan struct{} // closed by Close
+	donec    chan struct{} // closed when run exits
+	readyc   chan struct{} // closed when Start's condition first holds
+	fatalErr error         // why run exited early; read after donec
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// loop state
+	rn          *raft.RawNode
+	ms          *raft.MemoryStorage
+	wal         *wal
+	hs          *pb.HardState // last persisted
+	confState   *pb.ConfState
+	appliedTerm uint64
+	snapIndex   uint64 // index of the newest snapshot file
+	waiters     map[uint64]*proposal
+	isLeader    bool
 }
 
 type subscription struct{ ch chan struct{} }
 
-// Open replays the snapshot and WAL in cfg.Dir (creating it on first use)
-// and applies every committed entry, so Image is current when Open returns.
-// It starts no goroutines.
+type proposal struct {
+	id   uint64
+	data []byte
+	done chan proposalResult // buffered 1
+}
+
+type proposalResult struct {
+	res Result
+	err error
+}
+
+// Open replays the snapshot and WAL in cfg.Dir (creating it on first use,
+// bootstrapping a one-voter Raft configuration of cfg.NodeID) and applies
+// every committed entry, so Image is current when Open returns. It starts
+// no goroutines; Close releases the files.
 func Open(cfg Config) (*Controller, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, subs: map[*subscription]struct{}{}}
-	c.image.Store(emptyImage())
-	return c, errors.New("metadata: not implemented yet")
+	c := &Controller{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "metadata"),
+		subs:    map[*subscription]struct{}{},
+		propc:   make(chan *proposal),
+		recvc:   make(chan *pb.Message, 256),
+		stopc:   make(chan struct{}),
+		donec:   make(chan struct{}),
+		readyc:  make(chan struct{}),
+		waiters: map[uint64]*proposal{},
+	}
+	var seed [8]byte
+	rand.Read(seed[:])
+	c.nextID.Store(binary.LittleEndian.Uint64(seed[:]) >> 1)
+
+	r, err := recoverDir(cfg.Dir, c.log)
+	if err != nil {
+		return nil, err
+	}
+	c.ms, c.wal, c.hs = r.ms, r.wal, r.hs
+	im := emptyImage()
+	c.confState = &pb.ConfState{}
+	if r.snap != nil {
+		if im, err = DecodeImage(r.snap.GetData()); err != nil {
+			c.wal.close()
+			return nil, err
+		}
+		if im.Index != r.snap.GetMetadata().GetIndex() {
+			c.wal.close()
+			return nil, fmt.Errorf("%w: snapshot %d holds image %d", ErrCorrupt, r.snap.GetMetadata().GetIndex(), im.Index)
+		}
+		c.confState = proto.Clone(r.snap.GetMetadata().GetConfState()).(*pb.ConfState)
+		c.snapIndex = im.Index
+		c.appliedTerm = r.snap.GetMetadata().GetTerm()
+	}
+	c.image.Store(im)
+
+	c.rn, err = raft.NewRawNode(&raft.Config{
+		ID:                        cfg.NodeID,
+		ElectionTick:              ElectionTicks,
+		HeartbeatTick:             HeartbeatTicks,
+		Storage:                   c.ms,
+		Applied:                   im.Index,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		Logger:                    raftLogger{c.log},
+	})
+	if err == nil && r.fresh {
+		err = c.rn.Bootstrap([]raft.Peer{{ID: cfg.NodeID}})
+	}
+	// Apply what is committed but not in the snapshot (and, when fresh,
+	// persist and apply the bootstrap configuration).
+	for err == nil && c.rn.HasReady() {
+		err = c.handleReady(c.rn.Ready())
+	}
+	if err != nil {
+		c.wal.close()
+		return nil, err
+	}
+	if got := c.Image().ClusterID; cfg.ClusterID != "" && got != "" && got != cfg.ClusterID {
+		c.wal.close()
+		return nil, fmt.Errorf("%w: configured %q, metadata log has %q", ErrClusterIDMismatch, cfg.ClusterID, got)
+	}
+	if r.dropped > 0 {
+		c.log.Warn("metadata: recovered after truncating WAL tail", "bytes", r.dropped)
+	}
+	c.log.Debug("metadata: opened", "dir", cfg.Dir, "index", c.Image().Index, "snapshot", c.snapIndex)
+	return c, nil
 }
 
 // Start runs the Raft loop. With one voter it campaigns, and returns once
-// this node is leader, every entry of the log is applied and the cluster id
-// is set. It returns ctx's error if that takes longer than ctx allows (the
-// loop keeps running; call Close).
+// this node is leader, every entry of the log is applied and the cluster
+// id is set (generated and proposed if neither the log nor the Config has
+// one). With several voters it returns once a leader is known and this node
+// has applied an entry of the leader's term. It returns ctx's error if that
+// takes longer than ctx allows (the loop keeps running; call Close).
 func (c *Controller) Start(ctx context.Context) error {
-	return errors.New("metadata: not implemented yet")
+	c.startMu.Lock()
+	switch {
+	case c.closed:
+		c.startMu.Unlock()
+		return ErrClosed
+	case c.started:
+		c.startMu.Unlock()
+		return errors.New("metadata: controller already started")
+	}
+	c.started = true
+	go c.run()
+	c.startMu.Unlock()
+
+	select {
+	case <-c.readyc:
+	case <-c.donec:
+		return c.loopErr()
+	case <-ctx.Done():
+		return fmt.Errorf("metadata: waiting for leadership: %w", ctx.Err())
+	}
+	if c.Image().ClusterID != "" || c.leader.Load() != c.cfg.NodeID {
+		return nil
+	}
+	id := c.cfg.ClusterID
+	if id == "" {
+		id = NewClusterID()
+	}
+	err := c.Propose(ctx, Record{SetClusterID: &SetClusterID{ID: id}})
+	if errors.Is(err, ErrClusterIDMismatch) && c.cfg.ClusterID == "" {
+		err = nil // another proposer set one first
+	}
+	return err
 }
 
-// Close stops the loop, takes a snapshot, syncs and closes the files. It
-// is idempotent.
-func (c *Controller) Close() error { return nil }
+// Close stops the loop, takes a snapshot if anything was applied since the
+// last one, syncs and closes the files. It is idempotent; pending and later
+// proposals fail with ErrClosed.
+func (c *Controller) Close() error {
+	c.closeOnce.Do(func() {
+		c.startMu.Lock()
+		c.closed = true
+		started := c.started
+		close(c.stopc)
+		c.startMu.Unlock()
+		if started {
+			<-c.donec
+		}
+		// The loop is gone: its state is ours.
+		if c.fatalErr == nil && c.Image().Index > c.snapIndex {
+			c.closeErr = c.snapshot()
+		}
+		if err := c.wal.close(); c.closeErr == nil {
+			c.closeErr = err
+		}
+	})
+	return c.closeErr
+}
 
 // Image returns the current image; never nil after Open. Do not modify it.
 func (c *Controller) Image() *Image { return c.image.Load() }
 
+// Leader returns the Raft id of the current leader as far as this node
+// knows, or 0.
+func (c *Controller) Leader() uint64 { return c.leader.Load() }
+
+// IsLeader reports whether this node is the Raft leader, i.e. the active
+// controller that accepts proposals.
+func (c *Controller) IsLeader() bool { return c.leader.Load() == c.cfg.NodeID }
+
+// Step hands a Raft message received from a peer to the loop. For network
+// Transports; a one-voter cluster never receives any.
+func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
+	select {
+	case c.recvc <- m:
+		return nil
+	case <-c.stopc:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Propose appends recs as one Raft entry and waits until it is applied.
 // The batch applies atomically; the returned error is the apply error (e.g.
 // ErrTopicExists), ErrNotLeader, ErrClosed or ctx's error. After a ctx
-// error or ErrNotLeader the outcome is unknown: the entry may still apply.
+// error, or ErrNotLeader from a leadership loss, the outcome is unknown:
+// the entry may still apply.
 func (c *Controller) Propose(ctx context.Context, recs ...Record) error {
 	_, err := c.propose(ctx, recs)
 	return err
 }
 
 func (c *Controller) propose(ctx context.Context, recs []Record) (Result, error) {
-	return Result{}, errors.New("metadata: not implemented yet")
+	id := c.nextID.Add(1)
+	data, err := EncodeEntry(c.cfg.NodeID, id, recs)
+	if err != nil {
+		return Result{}, err
+	}
+	c.startMu.Lock()
+	started, closed := c.started, c.closed
+	c.startMu.Unlock()
+	switch {
+	case closed:
+		return Result{}, ErrClosed
+	case !started:
+		return Result{}, fmt.Errorf("%w: controller not started", ErrNotLeader)
+	}
+	p := &proposal{id: id, data: data, done: make(chan proposalResult, 1)}
+	select {
+	case c.propc <- p:
+	case <-c.donec:
+		return Result{}, c.loopErr()
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-c.donec:
+		select { // the result may have raced the exit
+		case r := <-p.done:
+			return r.res, r.err
+		default:
+			return Result{}, c.loopErr()
+		}
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// loopErr is the error for callers after run exited; call after donec.
+func (c *Controller) loopErr() error {
+	if c.fatalErr != nil {
+		return fmt.Errorf("%w: %v", ErrClosed, c.fatalErr)
+	}
+	return ErrClosed
 }
 
 // AllocateProducerIDs reserves count producer ids through a ProducerIDBlock
@@ -95,4 +337,278 @@ func (c *Controller) notify() {
 		default:
 		}
 	}
+}
+
+// maxBatch bounds the proposals taken into one Ready (one WAL write and
+// fsync for all of them: group commit).
+const maxBatch = 1024
+
+// run is the Ready loop: the only goroutine touching loop state.
+func (c *Controller) run() {
+	defer close(c.donec)
+	defer c.failWaiters(ErrClosed)
+	tick := time.NewTicker(c.cfg.TickInterval)
+	defer tick.Stop()
+
+	if slices.Equal(c.confState.GetVoters(), []uint64{c.cfg.NodeID}) {
+		if err := c.rn.Campaign(); err != nil {
+			c.fatalErr = err
+			return
+		}
+	}
+	for {
+		if err := c.drainReady(); err != nil {
+			c.fatalErr = err
+			c.log.Error("metadata: controller stopped", "err", err)
+			return
+		}
+		select {
+		case <-c.stopc:
+			return
+		case <-tick.C:
+			c.rn.Tick()
+		case m := <-c.recvc:
+			if err := c.rn.Step(m); err != nil {
+				c.log.Debug("metadata: dropped raft message", "type", m.GetType(), "from", m.GetFrom(), "err", err)
+			}
+		case p := <-c.propc:
+			c.proposeLocked(p)
+		more:
+			for range maxBatch - 1 {
+				select {
+				case p := <-c.propc:
+					c.proposeLocked(p)
+				default:
+					break more
+				}
+			}
+		}
+	}
+}
+
+// proposeLocked hands a proposal to raft; loop goroutine only.
+func (c *Controller) proposeLocked(p *proposal) {
+	if !c.isLeader {
+		p.done <- proposalResult{err: ErrNotLeader}
+		return
+	}
+	c.waiters[p.id] = p
+	if err := c.rn.Propose(p.data); err != nil {
+		delete(c.waiters, p.id)
+		if errors.Is(err, raft.ErrProposalDropped) {
+			err = fmt.Errorf("%w: proposal dropped", ErrNotLeader)
+		}
+		p.done <- proposalResult{err: err}
+	}
+}
+
+func (c *Controller) drainReady() error {
+	for c.rn.HasReady() {
+		if err := c.handleReady(c.rn.Ready()); err != nil {
+			return err
+		}
+	}
+	st := c.rn.BasicStatus()
+	if st.Lead != raft.None && c.appliedTerm == st.HardState.GetTerm() {
+		select {
+		case <-c.readyc:
+		default:
+			close(c.readyc)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) failWaiters(err error) {
+	for id, p := range c.waiters {
+		p.done <- proposalResult{err: err}
+		delete(c.waiters, id)
+	}
+}
+
+// handleReady does what Raft asks, in its order: persist the snapshot,
+// entries and HardState (synced when MustSync), send messages, apply
+// committed entries, Advance. Then it snapshots when due.
+func (c *Controller) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		c.leader.Store(rd.SoftState.Lead)
+		was := c.isLeader
+		c.isLeader = rd.SoftState.RaftState == raft.StateLeader
+		if was && !c.isLeader {
+			c.failWaiters(fmt.Errorf("%w: lost leadership, outcome unknown", ErrNotLeader))
+		}
+	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := c.installSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	var hs *pb.HardState
+	if !raft.IsEmptyHardState(rd.HardState) {
+		hs = rd.HardState
+	}
+	if err := c.wal.append(rd.Entries, hs, rd.MustSync); err != nil {
+		return err
+	}
+	if err := c.ms.Append(rd.Entries); err != nil {
+		return err
+	}
+	if hs != nil {
+		if err := c.ms.SetHardState(hs); err != nil {
+			return err
+		}
+		c.hs = hs
+	}
+	if len(rd.Messages) > 0 {
+		c.cfg.Transport.Send(rd.Messages)
+	}
+	changed := false
+	for _, e := range rd.CommittedEntries {
+		ch, err := c.applyEntry(e)
+		if err != nil {
+			return err
+		}
+		changed = changed || ch
+	}
+	c.rn.Advance(rd)
+	if changed {
+		c.notify()
+	}
+	if c.Image().Index-c.snapIndex >= c.cfg.SnapshotEvery {
+		return c.snapshot()
+	}
+	return nil
+}
+
+// applyEntry applies one committed entry and answers its waiter. It
+// reports whether the image content changed. An error is fatal.
+func (c *Controller) applyEntry(e *pb.Entry) (bool, error) {
+	im := c.Image()
+	idx := e.GetIndex()
+	if idx != im.Index+1 {
+		return false, fmt.Errorf("metadata: applying entry %d after %d", idx, im.Index)
+	}
+	bump := func() {
+		next := *im
+		next.Index = idx
+		c.image.Store(&next)
+	}
+	c.appliedTerm = e.GetTerm()
+	switch e.GetType() {
+	case pb.EntryConfChange:
+		var cc pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
+		}
+		c.confState = c.rn.ApplyConfChange(&cc)
+		bump()
+		return false, nil
+	case pb.EntryConfChangeV2:
+		var cc pb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
+		}
+		c.confState = c.rn.ApplyConfChange(&cc)
+		bump()
+		return false, nil
+	}
+	if len(e.GetData()) == 0 {
+		bump()
+		return false, nil
+	}
+	d, err := decodeEntry(e.GetData())
+	var next *Image
+	var res Result
+	if err == nil {
+		next, res, err = Apply(im, idx, d.Records)
+	} else {
+		next = &Image{}
+		*next = *im
+		next.Index = idx
+	}
+	c.image.Store(next)
+	if d.Node == c.cfg.NodeID {
+		if p := c.waiters[d.ID]; p != nil {
+			delete(c.waiters, d.ID)
+			p.done <- proposalResult{res: res, err: err}
+		}
+	}
+	if err != nil {
+		c.log.Debug("metadata: entry rejected", "index", idx, "err", err)
+	}
+	return err == nil, nil
+}
+
+// snapshot writes a snapshot of the current image, compacts the Raft log
+// up to it and rewrites the WAL with what remains.
+func (c *Controller) snapshot() error {
+	im := c.Image()
+	snap, err := c.ms.CreateSnapshot(im.Index, c.confState, EncodeImage(im))
+	if err != nil {
+		return fmt.Errorf("metadata: snapshot %d: %w", im.Index, err)
+	}
+	if err := writeSnapshot(c.cfg.Dir, snap); err != nil {
+		return err
+	}
+	if err := c.ms.Compact(im.Index); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return err
+	}
+	if err := c.rewriteWAL(); err != nil {
+		return err
+	}
+	c.removeSnapshotsBefore(im.Index)
+	c.snapIndex = im.Index
+	c.log.Debug("metadata: snapshot", "index", im.Index)
+	return nil
+}
+
+// rewriteWAL replaces the WAL with the HardState and the entries still in
+// the (compacted) MemoryStorage.
+func (c *Controller) rewriteWAL() error {
+	first, _ := c.ms.FirstIndex()
+	last, _ := c.ms.LastIndex()
+	var ents []*pb.Entry
+	if last >= first {
+		var err error
+		if ents, err = c.ms.Entries(first, last+1, ^uint64(0)); err != nil {
+			return err
+		}
+	}
+	return c.wal.rewrite(c.hs, ents)
+}
+
+func (c *Controller) removeSnapshotsBefore(index uint64) {
+	idx, err := listSnapshots(c.cfg.Dir)
+	if err != nil {
+		return
+	}
+	for _, i := range idx {
+		if i < index {
+			removeFile(c.cfg.Dir, snapName(i))
+		}
+	}
+}
+
+// installSnapshot persists and applies a snapshot received from the leader.
+func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
+	im, err := DecodeImage(snap.GetData())
+	if err != nil {
+		return err
+	}
+	if err := writeSnapshot(c.cfg.Dir, snap); err != nil {
+		return err
+	}
+	if err := c.ms.ApplySnapshot(snap); err != nil {
+		return err
+	}
+	if err := c.rewriteWAL(); err != nil {
+		return err
+	}
+	c.removeSnapshotsBefore(snap.GetMetadata().GetIndex())
+	c.snapIndex = snap.GetMetadata().GetIndex()
+	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
+	c.appliedTerm = snap.GetMetadata().GetTerm()
+	c.image.Store(im)
+	c.notify()
+	return nil
 }
