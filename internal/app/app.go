@@ -1,14 +1,265 @@
 // Package app wires one node together and runs it until its context ends.
+//
+// Start order: metadata controller (raft) → broker registration → replica
+// manager (opens and recovers partition logs) → Kafka listener → HTTP
+// listener. Shutdown runs in reverse: stop accepting, close connections,
+// fsync and close logs, snapshot and close the controller.
 package app
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/handler"
+	blog "github.com/berthmq/berth/internal/log"
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
 )
+
+// Node is one running broker.
+type Node struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	ctrl     *metadata.Controller
+	replicas *replica.Manager
+	kafka    *server.Server
+	http     *http.Server
+	httpLn   net.Listener
+	unsub    func()
+	done     chan struct{}
+}
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
 func Run(ctx context.Context, cfg *config.Config) error {
-	return errors.New("not wired yet")
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	n, err := Start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("berth ready", "kafka", n.KafkaAddr(), "http", n.HTTPAddr(), "data", cfg.Get("log.dirs"),
+		"durability.mode", cfg.Get("durability.mode"))
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return n.Close()
+}
+
+func logLevel() slog.Level {
+	switch strings.ToLower(os.Getenv("BERTH_LOG_LEVEL")) {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Start brings a node up and returns once it serves requests.
+func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir := cfg.Get("log.dirs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log.dirs %s: %w", dir, err)
+	}
+	n := &Node{cfg: cfg, log: logger, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	nodeID := int32(cfg.Int("node.id"))
+
+	mc := metadata.Config{
+		Dir:       filepath.Join(dir, metadata.DirName),
+		NodeID:    metadata.RaftID(nodeID),
+		ClusterID: cfg.Get("cluster.id"),
+		Logger:    logger.With("component", "metadata"),
+	}
+	mc.Defaults()
+	if n.ctrl, err = metadata.Open(mc); err != nil {
+		return nil, fmt.Errorf("opening metadata log: %w", err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.ctrl.Start(startCtx); err != nil {
+		return nil, fmt.Errorf("starting metadata controller: %w", err)
+	}
+
+	l, _ := config.ParseListener(strings.Split(cfg.Get("listeners"), ",")[0])
+	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listeners %s: %w (is another broker running? change listeners=)", cfg.Get("listeners"), err)
+	}
+	advHost, advPort := advertised(cfg, ln.Addr())
+	if err := n.register(startCtx, nodeID, advHost, advPort); err != nil {
+		ln.Close()
+		return nil, err
+	}
+
+	n.replicas = replica.NewManager(replica.ManagerConfig{
+		Dir:            dir,
+		NodeID:         nodeID,
+		Fsync:          cfg.Get("durability.mode") == "fsync",
+		FlushInterval:  cfg.Duration("log.flush.interval.ms"),
+		RetentionCheck: cfg.Duration("log.retention.check.interval.ms"),
+		ProducerExpiry: cfg.Duration("producer.id.expiration.ms"),
+		MinFreeBytes:   cfg.Int("log.dir.min.free.bytes"),
+		Resolve:        func(t map[string]string) replica.TopicConfig { return resolveTopic(cfg, n.ctrl.Image(), t) },
+		Logger:         logger.With("component", "replica"),
+	})
+	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("opening partitions: %w", err)
+	}
+	n.replicas.Start(context.Background())
+	ch, unsub := n.ctrl.Subscribe()
+	n.unsub = unsub
+	go n.follow(ch)
+
+	h := handler.New(handler.Config{
+		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
+		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
+	})
+	n.kafka = server.New(ln, h, server.Config{
+		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
+		QueuedMaxBytes:     cfg.Int("queued.max.request.bytes"),
+		MaxInflightPerConn: int(cfg.Int("max.inflight.requests.per.connection")),
+		IdleTimeout:        cfg.Duration("connections.max.idle.ms"),
+		Logger:             logger.With("component", "server"),
+	})
+	go func() {
+		if err := n.kafka.Serve(); err != nil {
+			logger.Error("kafka listener stopped", "err", err)
+		}
+	}()
+	if addr := cfg.Get("http.listener"); addr != "" {
+		if err := n.startHTTP(addr); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// register records this broker's address in the metadata log when it is
+// new or changed.
+func (n *Node) register(ctx context.Context, id int32, host string, port int32) error {
+	im := n.ctrl.Image()
+	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && !b.Fenced {
+		return nil
+	}
+	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port}})
+	if err != nil {
+		return fmt.Errorf("registering broker: %w", err)
+	}
+	return nil
+}
+
+// follow applies every new metadata image to the local replicas.
+func (n *Node) follow(ch <-chan struct{}) {
+	defer close(n.done)
+	for range ch {
+		if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
+			n.log.Error("applying metadata to partitions", "err", err)
+		}
+	}
+}
+
+// advertised picks the address given to clients.
+func advertised(cfg *config.Config, bound net.Addr) (string, int32) {
+	ta := bound.(*net.TCPAddr)
+	if a := cfg.Get("advertised.listeners"); a != "" {
+		l, err := config.ParseListener(strings.Split(a, ",")[0])
+		if err == nil {
+			port := l.Port
+			if port == 0 {
+				port = ta.Port
+			}
+			return l.Host, int32(port)
+		}
+	}
+	host := ta.IP.String()
+	if ta.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return host, int32(ta.Port)
+}
+
+// KafkaAddr is the bound Kafka listener address.
+func (n *Node) KafkaAddr() string { return n.kafka.Addr().String() }
+
+// HTTPAddr is the bound HTTP listener address, or "".
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// Replicas exposes the replica manager (tests, metrics).
+func (n *Node) Replicas() *replica.Manager { return n.replicas }
+
+// Close shuts the node down: connections, then logs, then metadata.
+func (n *Node) Close() error {
+	var errs []error
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = n.http.Shutdown(ctx)
+		cancel()
+	}
+	if n.kafka != nil {
+		errs = append(errs, n.kafka.Close())
+	}
+	if n.unsub != nil {
+		n.unsub()
+		<-n.done
+	}
+	if n.replicas != nil {
+		errs = append(errs, n.replicas.Close())
+	}
+	if n.ctrl != nil {
+		errs = append(errs, n.ctrl.Close())
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		n.log.Error("shutdown", "err", err)
+	}
+	return err
+}
+
+// resolveTopic computes a topic's effective settings.
+func resolveTopic(cfg *config.Config, im *metadata.Image, topic map[string]string) replica.TopicConfig {
+	get := func(name string) string { v, _ := cfg.ResolveTopic(name, topic, im.BrokerConfigs); return v }
+	num := func(name string) int64 { v, _ := strconv.ParseInt(get(name), 10, 64); return v }
+	lc := blog.DefaultConfig()
+	lc.SegmentBytes = num("segment.bytes")
+	lc.SegmentMs = num("segment.ms")
+	lc.IndexIntervalBytes = int32(num("index.interval.bytes"))
+	lc.SegmentIndexBytes = int32(num("segment.index.bytes"))
+	lc.RetentionMs = num("retention.ms")
+	lc.RetentionBytes = num("retention.bytes")
+	return replica.TopicConfig{
+		Log:               lc,
+		MaxMessageBytes:   int(num("max.message.bytes")),
+		LogAppendTime:     get("message.timestamp.type") == "LogAppendTime",
+		TimestampBeforeMs: num("message.timestamp.before.max.ms"),
+		TimestampAfterMs:  num("message.timestamp.after.max.ms"),
+		MinInsyncReplicas: int(num("min.insync.replicas")),
+		CleanupPolicy:     get("cleanup.policy"),
+	}
 }

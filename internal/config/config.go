@@ -109,6 +109,7 @@ var brokerDefs = []Def{
 	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: "9223372036854775807", Doc: "Maximum time a record stays uncompacted.", Topic: "max.compaction.lag.ms", Valid: atLeast(1), Dynamic: true},
 	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindString, Default: "0.5", Doc: "Dirty ratio that triggers compaction.", Topic: "min.cleanable.dirty.ratio", Dynamic: true},
 	{Name: "producer.id.expiration.ms", Kind: KindLong, Default: "86400000", Doc: "Forget an idle producer's sequence state after this long.", Valid: atLeast(1)},
+	{Name: "log.dir.min.free.bytes", Kind: KindLong, Default: "67108864", Doc: "Refuse produce requests (KAFKA_STORAGE_ERROR, retriable) while the log directory has less free space than this, so a full disk never tears a write; they resume when space returns. 0 disables the check.", Valid: atLeast(0)},
 	{Name: "log.flush.interval.ms", Kind: KindLong, Default: "1000", Doc: "With durability.mode=os, fsync dirty partitions at least this often.", Valid: atLeast(1)},
 }
 
@@ -370,4 +371,47 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ValueSource says where an effective topic or broker value comes from, in
+// DescribeConfigs' terms.
+type ValueSource int8
+
+// Kafka's DescribeConfigs config sources.
+const (
+	FromTopic         ValueSource = 1 // DYNAMIC_TOPIC_CONFIG
+	FromDynamicBroker ValueSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
+	FromStaticBroker  ValueSource = 4 // STATIC_BROKER_CONFIG
+	FromDefault       ValueSource = 5 // DEFAULT_CONFIG
+)
+
+// ResolveTopic returns a topic setting's effective value: the topic's
+// override, else the dynamic broker default (from the metadata log), else
+// the static broker setting, else the built-in default.
+func (c *Config) ResolveTopic(name string, topic, dynamic map[string]string) (string, ValueSource) {
+	if v, ok := topic[name]; ok {
+		return v, FromTopic
+	}
+	d, ok := LookupTopic(name)
+	if !ok {
+		return "", FromDefault
+	}
+	if d.Topic == "" {
+		return d.Default, FromDefault
+	}
+	return c.ResolveBroker(d.Topic, dynamic)
+}
+
+// ResolveBroker returns a broker setting's effective value.
+func (c *Config) ResolveBroker(name string, dynamic map[string]string) (string, ValueSource) {
+	if v, ok := dynamic[name]; ok {
+		return v, FromDynamicBroker
+	}
+	if c.sources[name] != SourceDefault {
+		return c.vals[name], FromStaticBroker
+	}
+	if d, ok := LookupBroker(name); ok {
+		return d.Default, FromDefault
+	}
+	return "", FromDefault
 }

@@ -1,0 +1,135 @@
+package handler
+
+// Fetch, versions 4-18 (v0-3 return message formats v0/v1). MinBytes,
+// MaxBytes, MaxWaitMillis long polling (the wait happens on the
+// connection's write loop, so it blocks nothing else), partition max bytes
+// with KIP-74's at-least-one-batch rule, the isolation level field, current
+// leader epoch fencing (v9+) and topic ids (v13+). Fetch sessions (KIP-227)
+// are answered sessionless: SessionID 0 tells the client to send full
+// requests, which every client supports. Records beyond the high watermark
+// (not yet durable) are never served. Not honoured yet: follower fetches
+// (replica id >= 0; the cluster issue), read_committed filtering of aborted
+// transactions (there are none until transactions land: LSO = HW).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
+)
+
+func init() { register(1, 4, 18, (*Broker).fetch) }
+
+// maxFetchWait bounds a long poll whatever the client asks.
+const maxFetchWait = 5 * time.Minute
+
+func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.FetchRequest)
+	conn := req.Conn
+	return func() kmsg.Response {
+		if r.SessionID != 0 {
+			// We never hand out session ids, so any id is unknown.
+			resp := r.ResponseKind().(*kmsg.FetchResponse)
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp
+		}
+		wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
+		if wait > maxFetchWait {
+			wait = maxFetchWait
+		}
+		deadline := time.Now().Add(wait)
+		var w *replica.Waiter
+		defer func() {
+			if w != nil {
+				w.Done()
+			}
+		}()
+		var timer *time.Timer
+		for {
+			resp, n, parts, errs := b.readFetch(r)
+			if n >= int(r.MinBytes) || n > 0 && r.MinBytes <= 0 || errs || wait <= 0 || !time.Now().Before(deadline) || len(parts) == 0 {
+				return resp
+			}
+			if w == nil {
+				w = replica.NewWaiter()
+				for _, p := range parts {
+					p.Watch(w)
+				}
+				timer = time.NewTimer(time.Until(deadline))
+				defer timer.Stop()
+				continue // re-read: data may have arrived before we watched
+			}
+			select {
+			case <-w.C:
+			case <-timer.C:
+				resp, _, _, _ = b.readFetch(r)
+				return resp
+			case <-conn.Context().Done():
+				return resp
+			}
+		}
+	}, nil
+}
+
+// readFetch reads every requested partition once. It returns the response,
+// the record bytes in it, the partitions read and whether any partition
+// had an error (which makes the fetch answer at once, as Kafka does).
+func (b *Broker) readFetch(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []*replica.Partition, bool) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	im := b.image()
+	budget := int(r.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20
+	}
+	total := 0
+	hadErr := false
+	var parts []*replica.Partition
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(r.Topics))
+	for _, rt := range r.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		t, terr := lookupTopic(im, rt.Topic, rt.TopicID, r.Version >= 13)
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			sp := &st.Partitions[i]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			if terr != nil {
+				sp.ErrorCode = code(terr)
+				hadErr = true
+				continue
+			}
+			p, err := b.partition(t, rp.Partition)
+			if err == nil {
+				err = p.CheckEpoch(rp.CurrentLeaderEpoch)
+			}
+			if err != nil {
+				sp.ErrorCode = code(err)
+				hadErr = true
+				continue
+			}
+			parts = append(parts, p)
+			max := rp.PartitionMaxBytes
+			if rem := budget - total; int(max) > rem {
+				max = int32(rem)
+			}
+			res, err := p.Read(rp.FetchOffset, max, total == 0)
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			if err != nil {
+				sp.ErrorCode = code(err)
+				hadErr = true
+				continue
+			}
+			sp.RecordBatches = res.Records
+			total += len(res.Records)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, parts, hadErr
+}

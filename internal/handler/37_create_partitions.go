@@ -1,0 +1,72 @@
+package handler
+
+// CreatePartitions, versions 0-3, with validate-only and manual
+// assignment. Partitions can only be added (INVALID_PARTITIONS otherwise).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/server"
+)
+
+func init() { register(37, 0, 3, (*Broker).createPartitions) }
+
+func (b *Broker) createPartitions(ctx context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, rt := range r.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		if err := b.addPartitions(ctx, rt, r.ValidateOnly); err != nil {
+			st.ErrorCode = code(err)
+			st.ErrorMessage = errMsg(err)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return now(resp), nil
+}
+
+func (b *Broker) addPartitions(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	im := b.image()
+	t := im.Topic(rt.Topic)
+	if t == nil {
+		return fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, rt.Topic)
+	}
+	cur := int32(len(t.Partitions))
+	if rt.Count <= cur {
+		return fmt.Errorf("%w: topic %q has %d partitions; the new count must be larger (partitions cannot be removed)", kerr.InvalidPartitions, rt.Topic, cur)
+	}
+	add := rt.Count - cur
+	var replicas [][]int32
+	if len(rt.Assignment) > 0 {
+		if int32(len(rt.Assignment)) != add {
+			return fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(rt.Assignment), add)
+		}
+		for _, a := range rt.Assignment {
+			for _, id := range a.Replicas {
+				if _, ok := im.Broker(id); !ok {
+					return fmt.Errorf("%w: broker %d is not registered", kerr.InvalidReplicaAssignment, id)
+				}
+			}
+			replicas = append(replicas, a.Replicas)
+		}
+	} else {
+		var err error
+		if replicas, err = assignReplicas(im, cur, add, int32(len(t.Partitions[0].Replicas))); err != nil {
+			return err
+		}
+	}
+	if validateOnly {
+		return nil
+	}
+	if err := b.propose(ctx, metadata.Record{CreatePartitions: &metadata.CreatePartitions{Name: rt.Topic, Replicas: replicas}}); err != nil {
+		return err
+	}
+	b.log.Info("partitions added", "topic", rt.Topic, "from", cur, "to", rt.Count)
+	return nil
+}

@@ -1,0 +1,134 @@
+// Package handler serves the Kafka APIs: one file per API key
+// (00_produce.go, 01_fetch.go, ...), each registering the versions it
+// serves, so ApiVersions is built from the registrations. Handlers
+// validate, call a service (replica, metadata) and map errors to Kafka
+// codes in one table (errors.go). They touch no files and no raft.
+package handler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
+)
+
+// handlerFunc serves one API.
+type handlerFunc func(b *Broker, ctx context.Context, req *server.Request) (server.Reply, error)
+
+type api struct {
+	min, max int16
+	fn       handlerFunc
+}
+
+var apis = map[int16]api{}
+
+// register is called from each API file's init.
+func register(key, min, max int16, fn handlerFunc) {
+	if _, dup := apis[key]; dup {
+		panic(fmt.Sprintf("API key %d registered twice", key))
+	}
+	if kmsg.RequestForKey(key) == nil {
+		panic(fmt.Sprintf("API key %d unknown to kmsg", key))
+	}
+	if r := kmsg.RequestForKey(key); max > r.MaxVersion() {
+		panic(fmt.Sprintf("API key %d: max %d beyond kmsg's %d", key, max, r.MaxVersion()))
+	}
+	apis[key] = api{min: min, max: max, fn: fn}
+}
+
+// APIRange is one served API for docs and ApiVersions.
+type APIRange struct {
+	Key      int16
+	Name     string
+	Min, Max int16
+}
+
+// Served lists every API served, by key.
+func Served() []APIRange {
+	var out []APIRange
+	for k, a := range apis {
+		out = append(out, APIRange{Key: k, Name: kmsg.NameForKey(k), Min: a.min, Max: a.max})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Config is what the handlers need from the node.
+type Config struct {
+	NodeID         int32
+	AdvertisedHost string
+	AdvertisedPort int32
+	Broker         *config.Config
+	Controller     *metadata.Controller
+	Replicas       *replica.Manager
+	Logger         *slog.Logger
+}
+
+// Broker implements server.Handler.
+type Broker struct {
+	Config
+	log *slog.Logger
+
+	pidMu   sync.Mutex // guards pidNext, pidEnd
+	pidNext int64
+	pidEnd  int64
+}
+
+// New makes the request handler of one node.
+func New(cfg Config) *Broker {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Broker{Config: cfg, log: cfg.Logger}
+}
+
+// Supported implements server.Handler.
+func (b *Broker) Supported(key int16) (int16, int16, bool) {
+	a, ok := apis[key]
+	return a.min, a.max, ok
+}
+
+// Handle implements server.Handler.
+func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply, error) {
+	a, ok := apis[req.Key]
+	if !ok {
+		return nil, fmt.Errorf("API key %d not served", req.Key)
+	}
+	return a.fn(b, ctx, req)
+}
+
+// now answers a response at once.
+func now(r kmsg.Response) server.Reply { return func() kmsg.Response { return r } }
+
+// image is the current metadata image.
+func (b *Broker) image() *metadata.Image { return b.Controller.Image() }
+
+// propose writes metadata records and brings local replicas in line with
+// the result before returning, so a created topic can be produced to as
+// soon as CreateTopics answers.
+func (b *Broker) propose(ctx context.Context, recs ...metadata.Record) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.Controller.Propose(ctx, recs...); err != nil {
+		return err
+	}
+	return b.Replicas.Apply(b.image())
+}
+
+// brokerValue returns the effective value of a broker setting: a dynamic
+// cluster-wide override from the metadata log, else the static config.
+func (b *Broker) brokerValue(im *metadata.Image, name string) string {
+	if v, ok := im.BrokerConfigs[name]; ok {
+		return v
+	}
+	return b.Broker.Get(name)
+}

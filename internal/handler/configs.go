@@ -1,0 +1,140 @@
+package handler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/metadata"
+)
+
+// configEntry is one effective setting for DescribeConfigs.
+type configEntry struct {
+	name, value string
+	source      config.ValueSource
+	readOnly    bool
+	kind        config.Kind
+	doc         string
+	synonyms    []configSynonym
+}
+
+type configSynonym struct {
+	name, value string
+	source      config.ValueSource
+}
+
+// topicConfigEntries returns every topic setting's effective value.
+func (b *Broker) topicConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
+	var out []configEntry
+	for _, d := range config.TopicDefs() {
+		v, src := b.Broker.ResolveTopic(d.Name, overrides, im.BrokerConfigs)
+		e := configEntry{name: d.Name, value: v, source: src, kind: d.Kind, doc: d.Doc}
+		if o, ok := overrides[d.Name]; ok {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, o, config.FromTopic})
+		}
+		if d.Topic != "" {
+			if dv, ok := im.BrokerConfigs[d.Topic]; ok {
+				e.synonyms = append(e.synonyms, configSynonym{d.Topic, dv, config.FromDynamicBroker})
+			}
+			if b.Broker.SourceOf(d.Topic) != config.SourceDefault {
+				e.synonyms = append(e.synonyms, configSynonym{d.Topic, b.Broker.Get(d.Topic), config.FromStaticBroker})
+			}
+			bd, _ := config.LookupBroker(d.Topic)
+			e.synonyms = append(e.synonyms, configSynonym{d.Topic, bd.Default, config.FromDefault})
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// brokerConfigEntries returns every broker setting's effective value.
+func (b *Broker) brokerConfigEntries(im *metadata.Image) []configEntry {
+	var out []configEntry
+	for _, d := range config.BrokerDefs() {
+		v, src := b.Broker.ResolveBroker(d.Name, im.BrokerConfigs)
+		e := configEntry{name: d.Name, value: v, source: src, readOnly: !d.Dynamic, kind: d.Kind, doc: d.Doc}
+		if dv, ok := im.BrokerConfigs[d.Name]; ok {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, dv, config.FromDynamicBroker})
+		}
+		if b.Broker.SourceOf(d.Name) != config.SourceDefault {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, b.Broker.Get(d.Name), config.FromStaticBroker})
+		}
+		e.synonyms = append(e.synonyms, configSynonym{d.Name, d.Default, config.FromDefault})
+		out = append(out, e)
+	}
+	return out
+}
+
+func kafkaConfigType(k config.Kind) kmsg.ConfigType {
+	switch k {
+	case config.KindBool:
+		return kmsg.ConfigTypeBoolean
+	case config.KindInt:
+		return kmsg.ConfigTypeInt
+	case config.KindLong:
+		return kmsg.ConfigTypeLong
+	case config.KindList:
+		return kmsg.ConfigTypeList
+	}
+	return kmsg.ConfigTypeString
+}
+
+// checkBrokerResource accepts "" (cluster-wide default) or this node's id.
+func (b *Broker) checkBrokerResource(name string) error {
+	if name == "" || name == strconv.Itoa(int(b.NodeID)) {
+		return nil
+	}
+	return fmt.Errorf("%w: broker %q is not this node (%d); send broker config requests to the broker itself or use \"\" for the cluster default", kerr.InvalidRequest, name, b.NodeID)
+}
+
+// checkBrokerChange validates dynamic broker settings.
+func checkBrokerChange(set map[string]string, del []string) error {
+	for _, k := range append(sortedKeys(set), del...) {
+		d, ok := config.LookupBroker(k)
+		if !ok {
+			return fmt.Errorf("%w: unknown broker config %q", kerr.InvalidConfig, k)
+		}
+		if !d.Dynamic {
+			return fmt.Errorf("%w: %s cannot be changed at run time; set it in the config file, environment or flags and restart", kerr.InvalidRequest, k)
+		}
+		if v, isSet := set[k]; isSet {
+			if err := d.CheckValue(v); err != nil {
+				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+		}
+	}
+	return nil
+}
+
+// listOp applies an APPEND or SUBTRACT to a comma-separated list value.
+func listOp(cur, arg string, add bool) string {
+	var items []string
+	for _, s := range strings.Split(cur, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			items = append(items, s)
+		}
+	}
+	for _, a := range strings.Split(arg, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		idx := -1
+		for i, s := range items {
+			if s == a {
+				idx = i
+				break
+			}
+		}
+		if add && idx < 0 {
+			items = append(items, a)
+		} else if !add && idx >= 0 {
+			items = append(items[:idx], items[idx+1:]...)
+		}
+	}
+	return strings.Join(items, ",")
+}

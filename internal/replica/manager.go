@@ -1,0 +1,482 @@
+package replica
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	blog "github.com/berthmq/berth/internal/log"
+	"github.com/berthmq/berth/internal/metadata"
+)
+
+// ManagerConfig configures the replica manager.
+type ManagerConfig struct {
+	Dir            string // log.dirs
+	NodeID         int32
+	Fsync          bool          // durability.mode=fsync
+	FlushInterval  time.Duration // log.flush.interval.ms, for durability.mode=os
+	RetentionCheck time.Duration // log.retention.check.interval.ms
+	ProducerExpiry time.Duration // producer.id.expiration.ms
+	// MinFreeBytes: below this much free space in Dir, produce is refused
+	// with KAFKA_STORAGE_ERROR until space returns.
+	MinFreeBytes int64
+	// Resolve computes a topic's effective config from its overrides.
+	Resolve func(topicConfigs map[string]string) TopicConfig
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Manager owns this node's partition replicas, the group-commit syncer and
+// the retention loop. It follows the metadata image: partitions appear when
+// a topic is created and go (with their files) when it is deleted.
+type Manager struct {
+	cfg            ManagerConfig
+	log            *slog.Logger
+	now            func() time.Time
+	producerExpiry time.Duration
+
+	mu    sync.RWMutex // guards parts and byID
+	parts map[string][]*Partition
+	byID  map[[16]byte]string
+
+	dirtyMu sync.Mutex // guards dirty
+	dirty   []*Partition
+	kick    chan struct{}
+
+	diskLow atomic.Bool
+
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+
+	Metrics ManagerMetrics
+}
+
+// ManagerMetrics are counters read by /metrics.
+type ManagerMetrics struct {
+	Fsyncs        atomic.Int64
+	FsyncNanos    atomic.Int64
+	SyncRounds    atomic.Int64
+	RetentionSegs atomic.Int64
+}
+
+// NewManager makes a manager; Start loads existing partitions.
+func NewManager(cfg ManagerConfig) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = time.Second
+	}
+	if cfg.RetentionCheck <= 0 {
+		cfg.RetentionCheck = 5 * time.Minute
+	}
+	if cfg.ProducerExpiry <= 0 {
+		cfg.ProducerExpiry = 24 * time.Hour
+	}
+	return &Manager{
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, producerExpiry: cfg.ProducerExpiry,
+		parts: map[string][]*Partition{},
+		byID:  map[[16]byte]string{},
+		kick:  make(chan struct{}, 1),
+	}
+}
+
+// Start runs the syncer, retention and disk-space loops.
+func (m *Manager) Start(ctx context.Context) {
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.wg.Add(3)
+	go m.syncLoop(ctx)
+	go m.retentionLoop(ctx)
+	go m.diskLoop(ctx)
+}
+
+// Close stops the loops, syncs and closes every log.
+func (m *Manager) Close() error {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var first error
+	for _, ps := range m.parts {
+		for _, p := range ps {
+			if err := m.closePartition(p); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	m.parts = map[string][]*Partition{}
+	return first
+}
+
+func (m *Manager) closePartition(p *Partition) error {
+	p.snapshotProducers(true)
+	p.closed.Store(true)
+	p.notify()
+	return p.log.Close()
+}
+
+// Get returns a partition, or nil.
+func (m *Manager) Get(topic string, part int32) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ps := m.parts[topic]
+	if part < 0 || int(part) >= len(ps) {
+		return nil
+	}
+	return ps[part]
+}
+
+// Partitions returns every partition of a topic.
+func (m *Manager) Partitions(topic string) []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]*Partition(nil), m.parts[topic]...)
+}
+
+// All returns every partition.
+func (m *Manager) All() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*Partition
+	for _, ps := range m.parts {
+		out = append(out, ps...)
+	}
+	return out
+}
+
+// DiskLow reports whether writes are refused for lack of space.
+func (m *Manager) DiskLow() bool { return m.diskLow.Load() }
+
+// dirName is the partition directory: <topic>-<partition>, as Kafka names it.
+func dirName(topic string, part int32) string { return topic + "-" + strconv.Itoa(int(part)) }
+
+// Apply brings local partitions in line with an image: opens logs of new
+// partitions this node replicates, updates configs and epochs, and deletes
+// the logs of topics that are gone.
+func (m *Manager) Apply(im *metadata.Image) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for name, t := range im.Topics {
+		cfg := m.cfg.Resolve(t.Configs)
+		ps := m.parts[name]
+		if len(ps) > 0 && ps[0].TopicID != t.ID {
+			// Same name, new topic: the old one was deleted and recreated.
+			m.dropTopic(name, ps)
+			ps = nil
+		}
+		for i := range t.Partitions {
+			mp := &t.Partitions[i]
+			if !contains(mp.Replicas, m.cfg.NodeID) {
+				continue
+			}
+			if int(mp.Index) < len(ps) && ps[mp.Index] != nil {
+				p := ps[mp.Index]
+				c := cfg
+				p.cfg.Store(&c)
+				p.log.SetConfig(c.Log)
+				p.leaderEpoch.Store(mp.LeaderEpoch)
+				continue
+			}
+			p, err := m.openPartition(name, t.ID, mp, cfg)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for int(mp.Index) >= len(ps) {
+				ps = append(ps, nil)
+			}
+			ps[mp.Index] = p
+		}
+		m.parts[name] = ps
+		m.byID[t.ID] = name
+	}
+	for name, ps := range m.parts {
+		if t := im.Topics[name]; t == nil {
+			m.dropTopic(name, ps)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) dropTopic(name string, ps []*Partition) {
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		p.closed.Store(true)
+		p.notify()
+		p.appendMu.Lock() // wait out an append in progress
+		if err := p.log.Delete(); err != nil {
+			m.log.Warn("deleting partition files", "topic", name, "partition", p.Index, "err", err)
+		}
+		p.appendMu.Unlock()
+	}
+	if len(ps) > 0 && ps[0] != nil {
+		delete(m.byID, ps[0].TopicID)
+	}
+	delete(m.parts, name)
+	m.log.Info("topic deleted", "topic", name)
+}
+
+func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partition, cfg TopicConfig) (*Partition, error) {
+	dir := filepath.Join(m.cfg.Dir, dirName(topic, mp.Index))
+	if err := checkTopicIDFile(dir, id); err != nil {
+		return nil, err
+	}
+	l, err := blog.Open(dir, cfg.Log, blog.Options{Logger: m.log, Now: m.now})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	p := &Partition{Topic: topic, TopicID: id, Index: mp.Index, log: l, mgr: m, logg: m.log, producers: newProducerState()}
+	c := cfg
+	p.cfg.Store(&c)
+	p.leaderEpoch.Store(mp.LeaderEpoch)
+	// Everything recovered from disk was on disk at open: it is durable.
+	leo := l.LogEndOffset()
+	p.hw.Store(leo)
+	p.synced.Store(leo)
+	if err := p.loadProducers(); err != nil {
+		m.log.Warn("rebuilding producer state", "topic", topic, "partition", mp.Index, "err", err)
+	}
+	return p, nil
+}
+
+// checkTopicIDFile keeps a partition.metadata file (as Kafka does) with the
+// topic id, so that files of a deleted topic are never served as a new
+// topic of the same name.
+func checkTopicIDFile(dir string, id [16]byte) error {
+	path := filepath.Join(dir, "partition.metadata")
+	want := "version: 0\ntopic_id: " + hex.EncodeToString(id[:]) + "\n"
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if string(b) == want {
+			return nil
+		}
+		// Stale files of a deleted topic with the same name.
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeFileSync(path, []byte(want))
+}
+
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// markDirty queues p for the next group commit.
+func (m *Manager) markDirty(p *Partition) {
+	if !m.cfg.Fsync {
+		// os mode: readable and acknowledged at once; flushed in the background.
+		p.advance(p.log.LogEndOffset())
+	}
+	if p.dirty.Swap(true) {
+		return
+	}
+	m.dirtyMu.Lock()
+	m.dirty = append(m.dirty, p)
+	m.dirtyMu.Unlock()
+	if m.cfg.Fsync {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// syncLoop is the group commit: it fsyncs every partition written since the
+// last round, then advances their high watermarks, waking producers waiting
+// for acks and consumers waiting for data. Appends that arrive during a
+// round join the next one, so one fsync covers many producers.
+func (m *Manager) syncLoop(ctx context.Context) {
+	defer m.wg.Done()
+	var tick <-chan time.Time
+	if !m.cfg.Fsync {
+		t := time.NewTicker(m.cfg.FlushInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	snap := time.NewTicker(time.Minute)
+	defer snap.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.syncRound()
+			return
+		case <-m.kick:
+		case <-tick:
+		case <-snap.C:
+			for _, p := range m.All() {
+				p.snapshotProducers(false)
+			}
+			continue
+		}
+		m.syncRound()
+	}
+}
+
+func (m *Manager) syncRound() {
+	m.dirtyMu.Lock()
+	batch := m.dirty
+	m.dirty = nil
+	m.dirtyMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	m.Metrics.SyncRounds.Add(1)
+	// Clear the flag before syncing so an append during the fsync queues
+	// the partition again.
+	for _, p := range batch {
+		p.dirty.Store(false)
+	}
+	syncOne := func(p *Partition) {
+		if p.closed.Load() {
+			return
+		}
+		start := time.Now()
+		off, err := p.log.Sync()
+		m.Metrics.Fsyncs.Add(1)
+		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))
+		if err != nil {
+			if errors.Is(err, blog.ErrClosed) {
+				return
+			}
+			p.fail(err)
+			return
+		}
+		p.advance(off)
+	}
+	if len(batch) == 1 {
+		syncOne(batch[0])
+		return
+	}
+	// fsyncs of different files proceed in parallel on the device.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, p := range batch {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(p *Partition) {
+			defer wg.Done()
+			syncOne(p)
+			<-sem
+		}(p)
+	}
+	wg.Wait()
+}
+
+func (m *Manager) retentionLoop(ctx context.Context) {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.RetentionCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.RunRetention()
+		}
+	}
+}
+
+// RunRetention applies retention to every partition now.
+func (m *Manager) RunRetention() {
+	for _, p := range m.All() {
+		if p.closed.Load() {
+			continue
+		}
+		cp := p.Config().CleanupPolicy
+		if !strings.Contains(cp, "delete") {
+			continue
+		}
+		n, bytes, err := p.log.ApplyRetention()
+		if err != nil {
+			m.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
+			continue
+		}
+		if n > 0 {
+			m.Metrics.RetentionSegs.Add(int64(n))
+			m.log.Info("retention deleted segments", "topic", p.Topic, "partition", p.Index, "segments", n, "bytes", bytes)
+		}
+	}
+}
+
+func (m *Manager) diskLoop(ctx context.Context) {
+	defer m.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		m.checkDisk()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Manager) checkDisk() {
+	if m.cfg.MinFreeBytes <= 0 {
+		return
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(m.cfg.Dir, &st); err != nil {
+		return
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	low := free < m.cfg.MinFreeBytes
+	if was := m.diskLow.Swap(low); was != low {
+		if low {
+			m.log.Error("log directory nearly full: refusing produce requests until space returns",
+				"dir", m.cfg.Dir, "free_bytes", free, "log.dir.min.free.bytes", m.cfg.MinFreeBytes)
+		} else {
+			m.log.Info("log directory has space again: accepting produce requests", "dir", m.cfg.Dir, "free_bytes", free)
+		}
+	}
+}

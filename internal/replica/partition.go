@@ -1,0 +1,386 @@
+// Package replica holds partition replicas: the log, the high watermark,
+// idempotent-producer state and the group-committed fsync that makes an
+// acknowledged write durable.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berthmq/berth/internal/batch"
+	blog "github.com/berthmq/berth/internal/log"
+)
+
+// Errors of the partition API.
+var (
+	ErrNotLeader     = errors.New("replica: not the leader for this partition") // NOT_LEADER_OR_FOLLOWER
+	ErrFencedEpoch   = errors.New("replica: leader epoch is older")             // FENCED_LEADER_EPOCH
+	ErrUnknownEpoch  = errors.New("replica: leader epoch is newer")             // UNKNOWN_LEADER_EPOCH
+	ErrStorage       = errors.New("replica: storage error")                     // KAFKA_STORAGE_ERROR
+	ErrClosed        = errors.New("replica: partition closed")                  // NOT_LEADER_OR_FOLLOWER
+	ErrDiskLow       = errors.New("replica: log directory is nearly full")      // KAFKA_STORAGE_ERROR
+	ErrAckTimeout    = errors.New("replica: timed out waiting for the write to become durable")
+	ErrInvalidOffset = errors.New("replica: offset is beyond the high watermark") // OFFSET_OUT_OF_RANGE
+)
+
+// Partition is one replica of a topic partition. Today every partition is
+// a leader with one replica; the cluster issue adds followers.
+//
+// Locking: appendMu owns the append path (producer state and log appends in
+// order). The high watermark is an atomic written only by the syncer. The
+// waiters set has its own small mutex, never held while taking appendMu.
+type Partition struct {
+	Topic   string
+	TopicID [16]byte
+	Index   int32
+
+	log  *blog.Log
+	mgr  *Manager
+	logg *slog.Logger
+
+	appendMu  sync.Mutex
+	producers *producerState
+	prodDirty bool
+
+	leaderEpoch atomic.Int32
+	hw          atomic.Int64 // high watermark: what consumers may read and acks wait for
+	synced      atomic.Int64 // offset below which data is fsync'd
+	failed      atomic.Pointer[error]
+	dirty       atomic.Bool // queued on the syncer
+	closed      atomic.Bool
+
+	cfg atomic.Pointer[TopicConfig]
+
+	wmu     sync.Mutex // guards waiters
+	waiters map[*Waiter]struct{}
+}
+
+// TopicConfig is the effective configuration of a topic's partitions.
+type TopicConfig struct {
+	Log               blog.Config
+	MaxMessageBytes   int
+	LogAppendTime     bool
+	TimestampBeforeMs int64
+	TimestampAfterMs  int64
+	MinInsyncReplicas int
+	CleanupPolicy     string
+}
+
+// Config returns the partition's current topic configuration.
+func (p *Partition) Config() *TopicConfig { return p.cfg.Load() }
+
+// HighWatermark is the offset below which records are committed (durable).
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// LogStartOffset is the first readable offset.
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+
+// LogEndOffset is the offset the next record gets.
+func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
+
+// LeaderEpoch is the current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// Log exposes the underlying log for size and segment queries.
+func (p *Partition) Log() *blog.Log { return p.log }
+
+// CheckEpoch validates a client's current leader epoch (-1 = not given).
+func (p *Partition) CheckEpoch(e int32) error {
+	if e < 0 {
+		return nil
+	}
+	cur := p.leaderEpoch.Load()
+	switch {
+	case e < cur:
+		return ErrFencedEpoch
+	case e > cur:
+		return ErrUnknownEpoch
+	}
+	return nil
+}
+
+// AppendResult tells a producer what happened to its batch.
+type AppendResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 for CreateTime
+	LogStartOffset int64
+	// Durable is the offset the high watermark must reach before the
+	// write may be acknowledged.
+	Durable   int64
+	Duplicate bool
+	Records   int
+}
+
+// Append validates and appends one partition's produce data. It runs in
+// request order on the connection's read loop.
+func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, error) {
+	res := AppendResult{LogAppendTime: -1}
+	if p.closed.Load() {
+		return res, ErrClosed
+	}
+	if errp := p.failed.Load(); errp != nil {
+		return res, fmt.Errorf("%w: %v", ErrStorage, *errp)
+	}
+	if p.mgr.diskLow.Load() {
+		return res, ErrDiskLow
+	}
+	cfg := p.cfg.Load()
+	now := p.mgr.now().UnixMilli()
+	v, err := batch.Validate(data, batch.Limits{
+		MaxBatchBytes: cfg.MaxMessageBytes,
+		LogAppendTime: cfg.LogAppendTime,
+		Now:           now,
+		BeforeMaxMs:   cfg.TimestampBeforeMs,
+		AfterMaxMs:    cfg.TimestampAfterMs,
+	}, scratch)
+	if err != nil {
+		return res, err
+	}
+	if cfg.LogAppendTime {
+		res.LogAppendTime = now
+	}
+	res.Records = v.Records
+	h := &v.Batches[0]
+	idem := h.ProducerID >= 0
+	if idem && len(v.Batches) != 1 {
+		return res, ErrMultipleBatches
+	}
+	if h.Transactional() {
+		return res, fmt.Errorf("%w: transactions are not served yet", batch.ErrInvalidRecord)
+	}
+
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if idem {
+		dup, err := p.producers.check(h)
+		if err != nil {
+			return res, err
+		}
+		if dup != nil {
+			res.BaseOffset = dup.FirstOffset
+			res.Durable = dup.LastOffset + 1
+			res.Duplicate = true
+			res.LogStartOffset = p.log.LogStartOffset()
+			return res, nil
+		}
+	}
+	ar, err := p.log.Append(data, p.leaderEpoch.Load())
+	if err != nil {
+		if errors.Is(err, blog.ErrDiskFull) {
+			p.logg.Error("append refused: disk full; writes resume when space returns",
+				"topic", p.Topic, "partition", p.Index, "err", err)
+		} else {
+			p.logg.Error("append failed", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if idem {
+		p.producers.update(h, ar.FirstOffset, now)
+		p.prodDirty = true
+	}
+	res.BaseOffset = ar.FirstOffset
+	res.Durable = ar.LogEndOffset
+	res.LogStartOffset = p.log.LogStartOffset()
+	p.mgr.markDirty(p)
+	return res, nil
+}
+
+// synced is called by the syncer after an fsync up to off.
+func (p *Partition) advance(off int64) {
+	if off > p.synced.Load() {
+		p.synced.Store(off)
+	}
+	if off > p.hw.Load() {
+		p.hw.Store(off)
+		p.notify()
+	}
+}
+
+// fail marks the partition as unable to take writes after an fsync error:
+// the OS may have dropped the dirty pages, so nothing past the last good
+// sync can be promised.
+func (p *Partition) fail(err error) {
+	p.failed.Store(&err)
+	p.logg.Error("fsync failed: partition refuses writes until restart", "topic", p.Topic, "partition", p.Index, "err", err)
+	p.notify()
+}
+
+// WaitDurable blocks until the high watermark reaches off, the partition
+// fails, or the deadline passes.
+func (p *Partition) WaitDurable(off int64, deadline time.Time) error {
+	if p.hw.Load() >= off {
+		return nil
+	}
+	w := NewWaiter()
+	defer w.Done()
+	p.Watch(w)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		if p.hw.Load() >= off {
+			return nil
+		}
+		if errp := p.failed.Load(); errp != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, *errp)
+		}
+		if p.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-w.C:
+		case <-t.C:
+			return ErrAckTimeout
+		}
+	}
+}
+
+// ReadResult is what a fetch of one partition returns.
+type ReadResult struct {
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// Read returns committed batches from offset.
+func (p *Partition) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
+	hw := p.hw.Load()
+	r := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	if offset > hw && offset <= r.LogEndOffset {
+		// Written but not yet durable: nothing to read yet, not an error.
+		return r, nil
+	}
+	data, err := p.log.Read(offset, maxBytes, hw, minOne)
+	if err != nil {
+		return r, err
+	}
+	r.Records = data
+	return r, nil
+}
+
+// Waiter is woken when a watched partition's high watermark moves.
+type Waiter struct {
+	C     chan struct{}
+	parts []*Partition
+}
+
+// NewWaiter makes a waiter; call Done when finished.
+func NewWaiter() *Waiter { return &Waiter{C: make(chan struct{}, 1)} }
+
+// Watch registers w on p.
+func (p *Partition) Watch(w *Waiter) {
+	p.wmu.Lock()
+	if p.waiters == nil {
+		p.waiters = map[*Waiter]struct{}{}
+	}
+	p.waiters[w] = struct{}{}
+	p.wmu.Unlock()
+	w.parts = append(w.parts, p)
+}
+
+// Done unregisters w everywhere.
+func (w *Waiter) Done() {
+	for _, p := range w.parts {
+		p.wmu.Lock()
+		delete(p.waiters, w)
+		p.wmu.Unlock()
+	}
+	w.parts = nil
+}
+
+func (p *Partition) notify() {
+	p.wmu.Lock()
+	for w := range p.waiters {
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	}
+	p.wmu.Unlock()
+}
+
+// DeleteRecordsBefore moves the log start offset (DeleteRecords). off=-1
+// means the high watermark.
+func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
+	hw := p.hw.Load()
+	if off == -1 {
+		off = hw
+	}
+	if off < 0 || off > hw {
+		return 0, ErrInvalidOffset
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if off <= p.log.LogStartOffset() {
+		return p.log.LogStartOffset(), nil
+	}
+	if err := p.log.SetLogStartOffset(off); err != nil {
+		return 0, err
+	}
+	return p.log.LogStartOffset(), nil
+}
+
+// snapshotProducers saves idempotence state so a restart need not rescan
+// the whole log.
+func (p *Partition) snapshotProducers(force bool) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.prodDirty && !force {
+		return
+	}
+	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
+	p.producers.expire(cutoff)
+	b, err := p.producers.marshal()
+	if err == nil {
+		err = p.log.SaveProducerSnapshot(p.log.LogEndOffset(), b)
+	}
+	if err != nil {
+		p.logg.Warn("producer snapshot failed", "topic", p.Topic, "partition", p.Index, "err", err)
+		return
+	}
+	p.prodDirty = false
+}
+
+// loadProducers rebuilds idempotence state: the snapshot, then every batch
+// after it.
+func (p *Partition) loadProducers() error {
+	off, data, err := p.log.LoadProducerSnapshot()
+	if err != nil {
+		p.logg.Warn("producer snapshot unreadable; rebuilding from the log", "topic", p.Topic, "partition", p.Index, "err", err)
+		off, data = -1, nil
+	}
+	from := p.log.LogStartOffset()
+	if off >= 0 && data != nil && off <= p.log.LogEndOffset() {
+		if err := p.producers.unmarshal(data); err == nil {
+			from = off
+		} else {
+			p.producers = newProducerState()
+		}
+	}
+	if off > p.log.LogEndOffset() {
+		p.producers = newProducerState()
+		from = p.log.LogStartOffset()
+	}
+	return p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
+		if bh.ProducerID < 0 || bh.Attributes&batch.AttrControl != 0 {
+			return nil
+		}
+		h := batch.Header{
+			ProducerID: bh.ProducerID, ProducerEpoch: bh.ProducerEpoch,
+			BaseSequence: bh.BaseSequence, LastOffsetDelta: bh.LastOffsetDelta, MaxTimestamp: bh.MaxTimestamp,
+		}
+		if e := p.producers.m[bh.ProducerID]; e != nil {
+			for _, b := range e.Batches {
+				if b.FirstOffset == bh.BaseOffset {
+					return nil // already in the snapshot
+				}
+			}
+		}
+		p.producers.update(&h, bh.BaseOffset, bh.MaxTimestamp)
+		return nil
+	})
+}

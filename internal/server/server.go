@@ -1,0 +1,473 @@
+// Package server accepts Kafka protocol connections: framing, request
+// headers, decoding with kmsg, ordered responses and memory bounds. It holds
+// no cluster state; every request goes to a Handler.
+//
+// Each connection has a read loop and a write loop. The read loop reads a
+// frame, decodes it and calls the Handler in request order; the Handler does
+// the ordered part of the work at once (an append, say) and returns a
+// Reply that the write loop resolves, also in order (waiting for an fsync or
+// for long-poll Fetch data happens there, so other connections never wait).
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Reply produces a response once it is ready. It runs on the connection's
+// write loop; nil means no response (Produce with acks=0).
+type Reply func() kmsg.Response
+
+// Request is one decoded request.
+type Request struct {
+	Conn          *Conn
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
+	Body          kmsg.Request
+}
+
+// Handler serves requests.
+type Handler interface {
+	// Supported reports the version range served for an API key; ok=false
+	// for keys not served.
+	Supported(key int16) (min, max int16, ok bool)
+	// Handle serves one request. A returned error closes the connection.
+	Handle(ctx context.Context, req *Request) (Reply, error)
+}
+
+// Config bounds a server.
+type Config struct {
+	MaxRequestBytes    int32         // socket.request.max.bytes
+	QueuedMaxBytes     int64         // queued.max.request.bytes, across connections
+	MaxInflightPerConn int           // responses queued on one connection before its reader waits
+	IdleTimeout        time.Duration // connections.max.idle.ms
+	Logger             *slog.Logger
+}
+
+// Server accepts connections on one listener.
+type Server struct {
+	cfg     Config
+	h       Handler
+	ln      net.Listener
+	mem     *byteSem
+	log     *slog.Logger
+	wg      sync.WaitGroup
+	mu      sync.Mutex // guards conns and closed
+	conns   map[*Conn]struct{}
+	closed  bool
+	connSeq atomic.Uint64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	Metrics Metrics
+}
+
+// Metrics counts what the server did; read with atomic loads.
+type Metrics struct {
+	ConnectionsOpen  atomic.Int64
+	ConnectionsTotal atomic.Int64
+	Requests         atomic.Int64
+	BadFrames        atomic.Int64
+}
+
+// New makes a server for an already-bound listener.
+func New(ln net.Listener, h Handler, cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxInflightPerConn <= 0 {
+		cfg.MaxInflightPerConn = 100
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = 100 << 20
+	}
+	if cfg.QueuedMaxBytes < int64(cfg.MaxRequestBytes) {
+		cfg.QueuedMaxBytes = int64(cfg.MaxRequestBytes)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg: cfg, h: h, ln: ln, log: cfg.Logger,
+		mem:   newByteSem(cfg.QueuedMaxBytes),
+		conns: map[*Conn]struct{}{},
+		ctx:   ctx, cancel: cancel,
+	}
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts until Close. It returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := s.newConn(nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(2)
+		s.mu.Unlock()
+		s.Metrics.ConnectionsOpen.Add(1)
+		s.Metrics.ConnectionsTotal.Add(1)
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their loops.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.cancel()
+	s.mem.close()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// Conn is one client connection.
+type Conn struct {
+	s      *Server
+	nc     net.Conn
+	id     uint64
+	Remote string
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan pending
+	once   sync.Once
+	// Value is free for the handler to keep per-connection state in; only
+	// the read loop touches it.
+	Value any
+}
+
+type pending struct {
+	key, version int16
+	corr         int32
+	flexible     bool
+	reply        Reply
+	release      int64
+}
+
+func (s *Server) newConn(nc net.Conn) *Conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &Conn{
+		s: s, nc: nc, id: s.connSeq.Add(1), Remote: nc.RemoteAddr().String(),
+		ctx: ctx, cancel: cancel,
+		out: make(chan pending, s.cfg.MaxInflightPerConn),
+	}
+}
+
+// Context is cancelled when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// ID is a process-unique connection number.
+func (c *Conn) ID() uint64 { return c.id }
+
+func (c *Conn) close() {
+	c.once.Do(func() {
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+func (c *Conn) readLoop() {
+	s := c.s
+	defer s.wg.Done()
+	defer close(c.out) // the write loop drains and exits
+	defer c.close()
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	var sizeBuf [4]byte
+	for {
+		if s.cfg.IdleTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		}
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+				s.log.Debug("connection read ended", "remote", c.Remote, "err", err)
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > s.cfg.MaxRequestBytes {
+			s.Metrics.BadFrames.Add(1)
+			s.log.Warn("closing connection: request frame size out of bounds (socket.request.max.bytes)",
+				"remote", c.Remote, "size", size, "max", s.cfg.MaxRequestBytes)
+			return
+		}
+		if err := s.mem.acquire(c.ctx, int64(size)); err != nil {
+			return
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(br, body); err != nil {
+			s.mem.release(int64(size))
+			return
+		}
+		_ = c.nc.SetReadDeadline(time.Time{})
+		p, ok := c.serveOne(body)
+		s.mem.release(int64(size))
+		if !ok {
+			return
+		}
+		if p.reply == nil && p.corr == 0 && p.key == -1 {
+			continue
+		}
+		select {
+		case c.out <- p:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// serveOne decodes and handles one frame. ok=false closes the connection.
+func (c *Conn) serveOne(body []byte) (pending, bool) {
+	s := c.s
+	key := int16(binary.BigEndian.Uint16(body[0:]))
+	version := int16(binary.BigEndian.Uint16(body[2:]))
+	corr := int32(binary.BigEndian.Uint32(body[4:]))
+	p := pending{key: key, version: version, corr: corr}
+	s.Metrics.Requests.Add(1)
+
+	min, max, served := s.h.Supported(key)
+	kreq := kmsg.RequestForKey(key)
+	if !served || kreq == nil {
+		s.Metrics.BadFrames.Add(1)
+		s.log.Warn("closing connection: unknown or unserved API key", "remote", c.Remote, "key", key, "version", version)
+		return p, false
+	}
+	if version < min || version > max {
+		if key == 18 { // ApiVersions: answer v0 with UNSUPPORTED_VERSION and our ranges (KIP-511)
+			p.version = 0
+			p.reply = func() kmsg.Response { return s.unsupportedApiVersions() }
+			return p, true
+		}
+		s.Metrics.BadFrames.Add(1)
+		s.log.Warn("closing connection: unsupported API version", "remote", c.Remote,
+			"key", key, "api", kmsg.NameForKey(key), "version", version, "min", min, "max", max)
+		return p, false
+	}
+	kreq.SetVersion(version)
+	p.flexible = kreq.IsFlexible()
+	rest := body[8:]
+	// client id: nullable int16-length string
+	if len(rest) < 2 {
+		return c.bad(p, "truncated header")
+	}
+	cl := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	var clientID string
+	if cl > 0 {
+		if int(cl) > len(rest) {
+			return c.bad(p, "client id overruns frame")
+		}
+		clientID = string(rest[:cl])
+		rest = rest[cl:]
+	}
+	if p.flexible {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return c.bad(p, "bad header tags")
+		}
+	}
+	if err := kreq.ReadFrom(rest); err != nil {
+		if key == 18 {
+			// A newer client's ApiVersions we cannot parse still gets our ranges.
+			p.reply = func() kmsg.Response { return s.unsupportedApiVersions() }
+			p.version, p.flexible = 0, false
+			return p, true
+		}
+		return c.bad(p, "cannot decode "+kmsg.NameForKey(key)+": "+err.Error())
+	}
+	req := &Request{Conn: c, Key: key, Version: version, CorrelationID: corr, ClientID: clientID, Body: kreq}
+	reply, err := s.h.Handle(c.ctx, req)
+	if err != nil {
+		s.log.Warn("closing connection", "remote", c.Remote, "api", kmsg.NameForKey(key), "err", err)
+		return p, false
+	}
+	if reply == nil { // no response at all (acks=0)
+		return pending{key: -1}, true
+	}
+	p.reply = reply
+	return p, true
+}
+
+func (c *Conn) bad(p pending, why string) (pending, bool) {
+	c.s.Metrics.BadFrames.Add(1)
+	c.s.log.Warn("closing connection: malformed request", "remote", c.Remote,
+		"api", kmsg.NameForKey(p.key), "version", p.version, "why", why)
+	return p, false
+}
+
+func (s *Server) unsupportedApiVersions() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = 35 // UNSUPPORTED_VERSION
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		if min, max, ok := s.h.Supported(k); ok {
+			resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: min, MaxVersion: max})
+		}
+	}
+	return resp
+}
+
+func skipTags(b []byte) ([]byte, error) {
+	n, ln := binary.Uvarint(b)
+	if ln <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[ln:]
+	for i := uint64(0); i < n; i++ {
+		_, l1 := binary.Uvarint(b)
+		if l1 <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[l1:]
+		sz, l2 := binary.Uvarint(b)
+		if l2 <= 0 || uint64(len(b)-l2) < sz {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[l2+int(sz):]
+	}
+	return b, nil
+}
+
+func (c *Conn) writeLoop() {
+	s := c.s
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.Metrics.ConnectionsOpen.Add(-1)
+	}()
+	bw := bufio.NewWriterSize(c.nc, 16<<10)
+	buf := make([]byte, 0, 4096)
+	broken := false
+	for p := range c.out {
+		if broken {
+			continue
+		}
+		resp := p.reply()
+		if resp == nil {
+			continue
+		}
+		resp.SetVersion(p.version)
+		buf = buf[:0]
+		buf = append(buf, 0, 0, 0, 0)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
+		if p.flexible && p.key != 18 { // ApiVersions responses always use header v0
+			buf = append(buf, 0)
+		}
+		buf = resp.AppendTo(buf)
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		if _, err := bw.Write(buf); err != nil {
+			broken = true
+			c.close()
+			continue
+		}
+		if len(c.out) == 0 {
+			if err := bw.Flush(); err != nil {
+				broken = true
+				c.close()
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = make([]byte, 0, 4096)
+		}
+	}
+	_ = bw.Flush()
+	c.close()
+}
+
+// byteSem bounds bytes held across connections.
+type byteSem struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	avail  int64
+	closed bool
+}
+
+func newByteSem(n int64) *byteSem {
+	b := &byteSem{avail: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *byteSem) acquire(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.avail >= n {
+		b.avail -= n
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	for b.avail < n {
+		if b.closed || ctx.Err() != nil {
+			return fmt.Errorf("server closing")
+		}
+		b.cond.Wait()
+	}
+	b.avail -= n
+	return nil
+}
+
+func (b *byteSem) release(n int64) {
+	b.mu.Lock()
+	b.avail += n
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+func (b *byteSem) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
