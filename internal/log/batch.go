@@ -126,8 +126,8 @@ func CheckBatch(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// batchFields is the handful of header fields the append path needs, read
-// without building a whole BatchHeader.
+// peek* read single header fields the append path needs without building a
+// whole BatchHeader.
 func peekSize(b []byte) int64 {
 	return batchOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
 }
@@ -143,13 +143,14 @@ func peekMaxTimestamp(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[o
 func peekEpoch(b []byte) int32 { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
 
 // firstRecordAtOrAfter returns the offset and timestamp of the first record of
-// batch b (a whole, uncompressed batch) whose timestamp is >= ts. ok is false
-// if the records cannot be parsed or none qualifies.
-func firstRecordAtOrAfter(h BatchHeader, b []byte, ts int64) (off, rts int64, ok bool) {
+// batch b (a whole batch) whose timestamp is >= ts and offset >= minOff. ok
+// is false if the batch is compressed, the records cannot be parsed or none
+// qualifies.
+func firstRecordAtOrAfter(h BatchHeader, b []byte, ts, minOff int64) (off, rts int64, ok bool) {
 	if h.Attributes&attrLogAppendTime != 0 {
 		// Every record carries the batch's MaxTimestamp.
-		if h.MaxTimestamp >= ts {
-			return h.BaseOffset, h.MaxTimestamp, true
+		if h.MaxTimestamp >= ts && minOff <= h.LastOffset() {
+			return max(h.BaseOffset, minOff), h.MaxTimestamp, true
 		}
 		return 0, 0, false
 	}
@@ -176,8 +177,8 @@ func firstRecordAtOrAfter(h BatchHeader, b []byte, ts int64) (off, rts int64, ok
 		if k2 <= 0 {
 			return 0, 0, false
 		}
-		if t := h.BaseTimestamp + tsDelta; t >= ts {
-			return h.BaseOffset + offDelta, t, true
+		if t, o := h.BaseTimestamp+tsDelta, h.BaseOffset+offDelta; t >= ts && o >= minOff {
+			return o, t, true
 		}
 	}
 	return 0, 0, false

@@ -1,0 +1,167 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Files in a partition directory besides the segments. See docs/format/log.md.
+const (
+	cleanShutdownFile    = ".clean-shutdown"
+	logStartFile         = "log-start-offset-checkpoint"
+	recoveryPointFile    = "recovery-point-offset-checkpoint"
+	leaderEpochFile      = "leader-epoch-checkpoint"
+	producerSnapshotFile = "producer-state.snapshot"
+)
+
+// writeFileAtomic replaces name with data: write name.tmp, fsync it (when
+// sync), rename over name, fsync the directory (when sync).
+func writeFileAtomic(fs FS, name string, data []byte, sync bool) error {
+	tmp := name + tmpSuffix
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, name)
+	}
+	if err != nil {
+		fs.Remove(tmp)
+		return fmt.Errorf("log: write %s: %w", filepath.Base(name), wrapDiskFull(err))
+	}
+	if sync {
+		if err := fs.SyncDir(filepath.Dir(name)); err != nil {
+			return fmt.Errorf("log: sync dir for %s: %w", filepath.Base(name), err)
+		}
+	}
+	return nil
+}
+
+// readFile reads a whole small file; os.ErrNotExist if missing.
+func readFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !(err == io.EOF && n == len(b)) {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// Checkpoints use Kafka's text layout: a version line (0), an entry count
+// line, then one entry per line with space-separated fields.
+
+func encodeCheckpoint(entries [][2]int64, fields int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(entries))
+	for _, e := range entries {
+		if fields == 1 {
+			fmt.Fprintf(&b, "%d\n", e[0])
+		} else {
+			fmt.Fprintf(&b, "%d %d\n", e[0], e[1])
+		}
+	}
+	return b.Bytes()
+}
+
+var errBadCheckpoint = errors.New("malformed checkpoint")
+
+func decodeCheckpoint(b []byte, fields int) ([][2]int64, error) {
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 2 || lines[len(lines)-1] != "" {
+		return nil, errBadCheckpoint
+	}
+	lines = lines[:len(lines)-1]
+	if lines[0] != "0" {
+		return nil, fmt.Errorf("%w: version %q", errBadCheckpoint, lines[0])
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n != len(lines)-2 {
+		return nil, fmt.Errorf("%w: count %q for %d entries", errBadCheckpoint, lines[1], len(lines)-2)
+	}
+	out := make([][2]int64, 0, n)
+	for _, ln := range lines[2:] {
+		fs := strings.Split(ln, " ")
+		if len(fs) != fields {
+			return nil, fmt.Errorf("%w: line %q", errBadCheckpoint, ln)
+		}
+		var e [2]int64
+		for i, f := range fs {
+			if e[i], err = strconv.ParseInt(f, 10, 64); err != nil {
+				return nil, fmt.Errorf("%w: line %q", errBadCheckpoint, ln)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func writeOffsetCheckpoint(fs FS, name string, off int64) error {
+	return writeFileAtomic(fs, name, encodeCheckpoint([][2]int64{{off}}, 1), true)
+}
+
+// readOffsetCheckpoint returns the offset in name; ok false if the file is
+// missing; an error if it is malformed.
+func readOffsetCheckpoint(fs FS, name string) (off int64, ok bool, err error) {
+	b, err := readFile(fs, name)
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, false, nil
+	}
+	if err != nil {
+		return -1, false, err
+	}
+	es, err := decodeCheckpoint(b, 1)
+	if err == nil && (len(es) != 1 || es[0][0] < 0) {
+		err = errBadCheckpoint
+	}
+	if err != nil {
+		return -1, false, &CorruptionError{Segment: filepath.Base(name), Err: err}
+	}
+	return es[0][0], true, nil
+}
+
+// Producer snapshot layout: version byte (1), int64 offset, uint32 CRC-32C of
+// the data, the data.
+const producerSnapshotVersion = 1
+
+func encodeProducerSnapshot(offset int64, data []byte) []byte {
+	b := make([]byte, 13, 13+len(data))
+	b[0] = producerSnapshotVersion
+	binary.BigEndian.PutUint64(b[1:], uint64(offset))
+	binary.BigEndian.PutUint32(b[9:], crc32.Checksum(data, castagnoli))
+	return append(b, data...)
+}
+
+func decodeProducerSnapshot(b []byte) (int64, []byte, error) {
+	if len(b) < 13 || b[0] != producerSnapshotVersion {
+		return -1, nil, errors.New("bad producer snapshot header")
+	}
+	off := int64(binary.BigEndian.Uint64(b[1:]))
+	data := b[13:]
+	if c := crc32.Checksum(data, castagnoli); c != binary.BigEndian.Uint32(b[9:]) || off < 0 {
+		return -1, nil, errors.New("producer snapshot crc mismatch")
+	}
+	return off, data, nil
+}

@@ -1,0 +1,449 @@
+// Package log is Berth's partition log storage engine: a directory of
+// segments holding Kafka v2 record batches exactly as producers sent them,
+// with sparse offset and time indexes, a leader-epoch cache, checkpoints, and
+// crash recovery that truncates a torn or corrupt tail. The byte layout of
+// every file is in docs/format/log.md.
+//
+// # Concurrency
+//
+// Log.mu owns the append path and the segment list: Append,
+// AppendWithOffsets, roll, Truncate, retention, SetLogStartOffset and
+// SetConfig take it. Reads never take it: the segment list is an immutable
+// slice behind an atomic pointer, replaced on every change, and each
+// segment's size and next offset are atomics published after the bytes are
+// written; readers pin a segment with a reference count, so a segment
+// deleted under a reader keeps its file open until the reader is done.
+//
+// Lock order: syncMu → ckptMu → mu → segment.idxMu. syncMu serialises Sync
+// (and Close); Sync holds mu only to snapshot what to fsync, never during
+// the fsync. ckptMu serialises checkpoint writers so a stale snapshot never
+// overwrites a newer one.
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Log is one partition's log.
+type Log struct {
+	dir    string
+	fs     FS
+	now    func() time.Time
+	logger *slog.Logger
+
+	syncMu sync.Mutex
+	ckptMu sync.Mutex
+	mu     sync.Mutex // the append path; see the package comment
+
+	// Read without mu:
+	segs     atomic.Pointer[[]*segment] // oldest first; the last is active
+	leo      atomic.Int64
+	logStart atomic.Int64
+	durable  atomic.Int64 // all data below is fsynced
+	closed   atomic.Bool
+	failed   atomic.Pointer[error] // sticky fsync failure
+	truncGen atomic.Int64          // bumped by Truncate; readers and Sync check it
+
+	// Owned by mu:
+	cfg      Config
+	active   *segment
+	unsynced []*segment // rolled segments not yet fsynced
+	dirDirty bool       // files created, renamed or removed since the last dir fsync
+	epochs   epochCache
+	rp       int64 // last persisted recovery point
+}
+
+// AppendResult describes an append.
+type AppendResult struct {
+	FirstOffset, LastOffset, LogEndOffset int64
+	MaxTimestamp                          int64 // largest batch maxTimestamp appended, -1 if none
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	BaseOffset, NextOffset, Size int64
+	MaxTimestamp                 int64 // -1 if no batch carried a timestamp
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// SetConfig changes the configuration for later appends and retention runs.
+// An invalid config is logged and ignored.
+func (l *Log) SetConfig(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		l.logger.Error("log: ignoring invalid config", "dir", l.dir, "err", err)
+		return
+	}
+	l.mu.Lock()
+	l.cfg = cfg
+	l.mu.Unlock()
+}
+
+// LogStartOffset is the first offset readable.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+func (l *Log) setSegments(s []*segment) { l.segs.Store(&s) }
+
+// writable reports why the log refuses writes, if it does.
+func (l *Log) writable() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if p := l.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, *p)
+	}
+	return nil
+}
+
+func (l *Log) fail(err error) {
+	l.failed.CompareAndSwap(nil, &err)
+	l.logger.Error("log: failing after fsync or truncate error; reopen to recover", "dir", l.dir, "err", err)
+}
+
+func wrapDiskFull(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+func (l *Log) nowMs() int64 { return l.now().UnixMilli() }
+
+func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
+
+// maxIndexEntries is how many entries segment.index.bytes allows; the time
+// index (12-byte entries) fills first.
+func (c Config) maxIndexEntries() int { return int(c.SegmentIndexBytes) / timeEntrySize }
+
+// ---- append path ----
+
+// Append assigns offsets to batches, one or more whole v2 record batches back
+// to back (already CRC-validated by the caller), and writes them with one
+// write call. It rewrites each batch's baseOffset and partitionLeaderEpoch in
+// place in the caller's buffer (both fields are outside the CRC). It rolls
+// the active segment first when needed. On a write error the segment is
+// truncated back, so no partial batch stays; the error wraps ErrDiskFull for
+// ENOSPC/EDQUOT. Append does not fsync: see Sync.
+func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return AppendResult{}, err
+	}
+	first := l.leo.Load()
+	next := first
+	for p := 0; p < len(batches); {
+		size, lastDelta, err := checkInputBatch(batches[p:])
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("batch at byte %d: %w", p, err)
+		}
+		putHeader(batches[p:], next, leaderEpoch)
+		next += lastDelta + 1
+		p += size
+	}
+	if len(batches) == 0 {
+		return AppendResult{}, fmt.Errorf("%w: empty append", ErrInvalidBatch)
+	}
+	res, err := l.appendLocked(batches, first, next-1)
+	if err != nil {
+		return res, err
+	}
+	if leaderEpoch > l.epochs.latest() {
+		l.epochs.assign(leaderEpoch, first)
+	}
+	return res, nil
+}
+
+// AppendWithOffsets appends batches that already carry offsets and leader
+// epochs (a follower replicating its leader). The first base offset must be
+// >= LogEndOffset and offsets must increase; gaps are allowed (compacted
+// leaders). The leader-epoch cache learns each new partitionLeaderEpoch.
+func (l *Log) AppendWithOffsets(batches []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return AppendResult{}, err
+	}
+	if len(batches) == 0 {
+		return AppendResult{}, fmt.Errorf("%w: empty append", ErrInvalidBatch)
+	}
+	leo := l.leo.Load()
+	prevNext, first := leo, int64(-1)
+	for p := 0; p < len(batches); {
+		size, lastDelta, err := checkInputBatch(batches[p:])
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("batch at byte %d: %w", p, err)
+		}
+		base := peekBase(batches[p:])
+		if base < prevNext {
+			return AppendResult{}, fmt.Errorf("%w: batch base offset %d below %d", ErrOffsetOrder, base, prevNext)
+		}
+		if first < 0 {
+			first = base
+		}
+		prevNext = base + lastDelta + 1
+		p += size
+	}
+	res, err := l.appendLocked(batches, first, prevNext-1)
+	if err != nil {
+		return res, err
+	}
+	for p := 0; p < len(batches); p += int(peekSize(batches[p:])) {
+		if e := peekEpoch(batches[p:]); e > l.epochs.latest() {
+			l.epochs.assign(e, peekBase(batches[p:]))
+		}
+	}
+	return res, nil
+}
+
+// checkInputBatch checks the header fields the append path relies on: the
+// rest (CRC, records) is the caller's job.
+func checkInputBatch(b []byte) (size int, lastDelta int64, err error) {
+	if len(b) < BatchHeaderSize {
+		return 0, 0, fmt.Errorf("%w: %d trailing bytes", ErrInvalidBatch, len(b))
+	}
+	if b[offMagic] != 2 {
+		return 0, 0, fmt.Errorf("%w: magic %d", ErrInvalidBatch, int8(b[offMagic]))
+	}
+	sz := peekSize(b)
+	if sz < BatchHeaderSize || sz > int64(len(b)) {
+		return 0, 0, fmt.Errorf("%w: batch size %d, %d bytes left", ErrInvalidBatch, sz, len(b))
+	}
+	lastDelta = peekLastDelta(b)
+	if lastDelta < 0 {
+		return 0, 0, fmt.Errorf("%w: negative lastOffsetDelta", ErrInvalidBatch)
+	}
+	return int(sz), lastDelta, nil
+}
+
+// appendLocked writes b (batches with final offsets first..last) to the
+// active segment, rolling first if needed, and indexes it.
+func (l *Log) appendLocked(b []byte, first, last int64) (AppendResult, error) {
+	if int64(len(b)) > MaxSegmentBytes {
+		return AppendResult{}, fmt.Errorf("%w: append of %d bytes exceeds the largest segment", ErrInvalidBatch, len(b))
+	}
+	now := l.nowMs()
+	s := l.active
+	if l.shouldRoll(s, b, last, now) {
+		if err := l.rollLocked(first); err != nil {
+			return AppendResult{}, err
+		}
+		s = l.active
+	}
+	pos := s.size.Load()
+	if _, err := s.f.WriteAt(b, pos); err != nil {
+		if terr := s.f.Truncate(pos); terr != nil {
+			l.fail(fmt.Errorf("truncate %s after failed write: %w", s.name(), terr))
+		}
+		return AppendResult{}, fmt.Errorf("log: append to %s: %w", s.name(), wrapDiskFull(err))
+	}
+	if pos == 0 {
+		s.rollStartMs = now
+	}
+	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
+	maxTS := int64(-1)
+	for p := 0; p < len(b); {
+		size := peekSize(b[p:])
+		ts := peekMaxTimestamp(b[p:])
+		maxTS = max(maxTS, ts)
+		s.indexBatch(pos+int64(p), peekBase(b[p:]), size, ts, interval, maxEntries)
+		p += int(size)
+	}
+	s.size.Store(pos + int64(len(b)))
+	s.next.Store(last + 1)
+	l.leo.Store(last + 1)
+	return AppendResult{FirstOffset: first, LastOffset: last, LogEndOffset: last + 1, MaxTimestamp: maxTS}, nil
+}
+
+// shouldRoll reports whether b must go to a new segment: the active one is
+// not empty and would pass segment.bytes, is older than segment.ms, would
+// overflow its index, or cannot express last as a relative offset.
+func (l *Log) shouldRoll(s *segment, b []byte, last, now int64) bool {
+	size := s.size.Load()
+	if size == 0 {
+		return false
+	}
+	if size+int64(len(b)) > l.cfg.SegmentBytes || now-s.rollStartMs >= l.cfg.SegmentMs ||
+		last-s.base > math.MaxUint32 {
+		return true
+	}
+	// Count the index entries b would add.
+	interval, add := int64(l.cfg.IndexIntervalBytes), 0
+	bsi := s.bytesSinceIndex
+	for p := 0; p < len(b); {
+		if bsi >= interval {
+			add++
+			bsi = 0
+		}
+		sz := peekSize(b[p:])
+		bsi += sz
+		p += int(sz)
+	}
+	if add == 0 {
+		return false
+	}
+	s.idxMu.RLock()
+	n := max(s.idx.len(), s.tidx.len())
+	s.idxMu.RUnlock()
+	return n+add+1 > l.cfg.maxIndexEntries() // +1: the time entry added at roll
+}
+
+// rollLocked closes the active segment and starts a new one at base. The old
+// segment's indexes are written now and fsynced with it by the next Sync.
+func (l *Log) rollLocked(base int64) error {
+	old := l.active
+	f, err := l.fs.OpenFile(l.path(segmentName(base)+logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("log: roll to %d: %w", base, wrapDiskFull(err))
+	}
+	old.finishIndex()
+	if err := old.writeIndexes(l.fs, false); err != nil {
+		// Not fatal: a missing index is rebuilt on open.
+		l.logger.Warn("log: writing segment index", "dir", l.dir, "segment", old.name(), "err", err)
+	}
+	s := newSegment(l.dir, base, f)
+	s.rollStartMs = l.nowMs()
+	l.unsynced = append(l.unsynced, old)
+	l.dirDirty = true
+	segs := l.segments()
+	ns := make([]*segment, len(segs), len(segs)+1)
+	copy(ns, segs)
+	l.setSegments(append(ns, s))
+	l.active = s
+	return nil
+}
+
+// Sync fsyncs everything appended so far (rolled segments and their indexes
+// too, and the directory after a roll) and returns the offset below which
+// all data is durable. Concurrent callers share one fsync (group commit).
+// Appends and reads go on during the fsync. After an fsync error the log is
+// failed (ErrFailed): it must be reopened, which recovers from disk.
+func (l *Log) Sync() (int64, error) {
+	target := l.leo.Load()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if err := l.writable(); err != nil {
+		return l.durable.Load(), err
+	}
+	if d := l.durable.Load(); d >= target {
+		return d, nil
+	}
+
+	l.mu.Lock()
+	gen := l.truncGen.Load()
+	upto := l.leo.Load()
+	rolled := l.unsynced
+	l.unsynced = nil
+	dirDirty := l.dirDirty
+	l.dirDirty = false
+	todo := make([]*segment, 0, len(rolled)+1)
+	for _, s := range append(rolled, l.active) {
+		if s.acquire() {
+			todo = append(todo, s)
+		}
+	}
+	l.mu.Unlock()
+
+	err := l.syncSegments(todo, len(todo)-1)
+	if err == nil && dirDirty {
+		err = l.fs.SyncDir(l.dir)
+	}
+	for _, s := range todo {
+		s.release()
+	}
+	if err != nil {
+		l.fail(err)
+		return l.durable.Load(), fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	l.mu.Lock()
+	if gen == l.truncGen.Load() && upto > l.durable.Load() {
+		l.durable.Store(upto)
+	}
+	d := l.durable.Load()
+	writeRP := len(rolled) > 0 && d > l.rp
+	var epochs []byte
+	if l.epochs.dirty {
+		epochs = l.epochs.encode()
+		l.epochs.dirty = false
+	}
+	l.mu.Unlock()
+	if err := l.persist(epochs, writeRP, d); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// syncSegments fsyncs segs; the first nRolled are rolled segments whose
+// index files are fsynced too.
+func (l *Log) syncSegments(segs []*segment, nRolled int) error {
+	for i, s := range segs {
+		if s.deleted.Load() {
+			continue
+		}
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("log: fsync %s: %w", s.name(), err)
+		}
+		if i < nRolled {
+			for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+				if err := syncFile(l.fs, p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("log: fsync %s: %w", filepath.Base(p), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func syncFile(fs FS, name string) error {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// persist writes the leader-epoch checkpoint (if epochs is not nil) and then
+// the recovery point (if writeRP). The epoch checkpoint goes first: recovery
+// trusts that it covers every epoch starting below the recovery point.
+// Called with ckptMu held.
+func (l *Log) persist(epochs []byte, writeRP bool, rp int64) error {
+	if epochs != nil {
+		if err := writeFileAtomic(l.fs, l.path(leaderEpochFile), epochs, true); err != nil {
+			l.mu.Lock()
+			l.epochs.dirty = true
+			l.mu.Unlock()
+			return err
+		}
+	}
+	if writeRP {
+		if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), rp); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.rp = rp
+		l.mu.Unlock()
+	}
+	return nil
+}

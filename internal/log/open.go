@@ -1,0 +1,426 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Open opens the log in dir, creating dir if missing, and recovers it.
+//
+// Recovery: without a clean-shutdown marker, every segment that may hold
+// data at or past the recovery point, and always the last segment, is
+// re-validated batch by batch (size, magic, CRC-32C, increasing offsets)
+// and truncated at the first torn or corrupt batch; later segments are then
+// deleted. Other segments load their index files, which are checked and
+// rebuilt from the data when missing or invalid, and have the batches after
+// their last index entry validated. See docs/format/log.md.
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, cfg: cfg}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: create %s: %w", dir, err)
+	}
+	l.setSegments(nil)
+	if err := l.load(); err != nil {
+		for _, s := range l.segments() {
+			s.release()
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) remove(name string) {
+	if err := l.fs.Remove(l.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.logger.Warn("log: removing file", "dir", l.dir, "file", name, "err", err)
+	}
+	l.dirDirty = true
+}
+
+func (l *Log) removeSegmentFiles(base int64) {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		l.remove(segmentName(base) + suf)
+	}
+}
+
+// readCheckpointOrWarn reads an offset checkpoint, treating a malformed one
+// as missing.
+func (l *Log) readCheckpointOrWarn(name string) (int64, bool, error) {
+	off, ok, err := readOffsetCheckpoint(l.fs, l.path(name))
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		l.logger.Warn("log: ignoring malformed checkpoint", "dir", l.dir, "file", name, "err", err)
+		return -1, false, nil
+	}
+	return off, ok, err
+}
+
+func (l *Log) load() error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("log: list %s: %w", l.dir, err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	clean := have[cleanShutdownFile]
+	if clean {
+		// From here on a crash must trigger recovery.
+		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
+			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("log: sync %s: %w", l.dir, err)
+		}
+	}
+	var bases []int64
+	for _, n := range names {
+		if base, ok := parseSegmentName(n); ok {
+			bases = append(bases, base)
+			continue
+		}
+		if strings.HasSuffix(n, tmpSuffix) {
+			l.remove(n) // an interrupted atomic write
+			continue
+		}
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if stem, ok := strings.CutSuffix(n, suf); ok && !have[stem+logSuffix] {
+				l.remove(n) // index without its segment
+			}
+		}
+	}
+
+	logStart, lsOK, err := l.readCheckpointOrWarn(logStartFile)
+	if err != nil {
+		return err
+	}
+	rp, rpOK, err := l.readCheckpointOrWarn(recoveryPointFile)
+	if err != nil {
+		return err
+	}
+	epochs, epOK, err := l.readEpochs()
+	if err != nil {
+		return err
+	}
+
+	// Segments wholly below the log start offset were being deleted.
+	for lsOK && len(bases) > 1 && bases[1] <= logStart {
+		l.removeSegmentFiles(bases[0])
+		bases = bases[1:]
+	}
+
+	var (
+		segs      []*segment
+		recovered []*segment   // fully re-validated: fsync them below
+		trans     []epochEntry // epoch changes seen by full scans
+		prevNext  = int64(0)
+	)
+	for i, base := range bases {
+		last := i == len(bases)-1
+		full := !clean && (last || !rpOK || bases[i+1] > rp)
+		s, scanned, corrupted, err := l.loadSegment(base, full, prevNext, &trans)
+		if err != nil {
+			l.setSegments(segs)
+			return err
+		}
+		segs = append(segs, s)
+		if scanned {
+			recovered = append(recovered, s)
+		}
+		prevNext = s.next.Load()
+		if corrupted && !last {
+			for _, b := range bases[i+1:] {
+				l.logger.Warn("log: deleting segment after a corrupt one", "dir", l.dir, "segment", segmentName(b)+logSuffix)
+				l.removeSegmentFiles(b)
+			}
+			break
+		}
+	}
+	l.setSegments(segs)
+	if len(segs) == 0 {
+		start := int64(0)
+		if lsOK {
+			start = logStart
+		}
+		f, err := l.fs.OpenFile(l.path(segmentName(start)+logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("log: create segment: %w", err)
+		}
+		segs = []*segment{newSegment(l.dir, start, f)}
+		l.setSegments(segs)
+		l.dirDirty = true
+	}
+	l.active = segs[len(segs)-1]
+	leo := l.active.next.Load()
+	l.leo.Store(leo)
+	l.active.rollStartMs = l.firstTimestamp(l.active)
+
+	start := segs[0].base
+	if lsOK {
+		start = max(start, logStart)
+	}
+	if start > leo {
+		l.logger.Warn("log: recovered data end below the log start offset; emptying the log",
+			"dir", l.dir, "log_end_offset", leo, "log_start_offset", start)
+		if err := l.truncateFullyLocked(start); err != nil {
+			return err
+		}
+		leo = start
+		recovered = nil
+	}
+	if !lsOK || start != logStart {
+		if err := writeOffsetCheckpoint(l.fs, l.path(logStartFile), start); err != nil {
+			return err
+		}
+	}
+	l.logStart.Store(start)
+
+	// Leader epochs: the checkpoint covers epochs starting below the
+	// recovery point; full scans saw the rest.
+	if epOK {
+		l.epochs.entries = epochs
+		l.epochs.truncateFromEnd(leo)
+		for _, t := range trans {
+			if t.Start < leo {
+				l.epochs.assign(t.Epoch, t.Start)
+			}
+		}
+	} else {
+		l.epochs.dirty = true
+		for _, s := range segs {
+			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h BatchHeader) error {
+				l.epochs.assign(h.LeaderEpoch, h.BaseOffset)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	l.epochs.truncateFromStart(start)
+
+	// What recovery validated may still sit only in the page cache (a
+	// process crash): make it durable before calling it recovered.
+	for _, s := range recovered {
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("log: fsync %s: %w", s.name(), err)
+		}
+		if s != l.active {
+			if err := s.writeIndexes(l.fs, true); err != nil {
+				return err
+			}
+		}
+	}
+	l.durable.Store(leo)
+	if err := l.persistEpochsLocked(); err != nil {
+		return err
+	}
+	if !rpOK || rp != leo {
+		if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {
+			return err
+		}
+	}
+	l.rp = leo
+	l.dropStaleProducerSnapshot(leo)
+	if l.dirDirty || len(recovered) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("log: sync %s: %w", l.dir, err)
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+func (l *Log) readEpochs() ([]epochEntry, bool, error) {
+	b, err := readFile(l.fs, l.path(leaderEpochFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("log: read %s: %w", leaderEpochFile, err)
+	}
+	es, err := decodeEpochs(b)
+	if err != nil {
+		l.logger.Warn("log: rebuilding malformed leader-epoch checkpoint", "dir", l.dir, "err", err)
+		return nil, false, nil
+	}
+	return es, true, nil
+}
+
+// firstTimestamp is the roll clock start of a loaded segment: its first
+// batch's max timestamp if that is not in the future, else now.
+func (l *Log) firstTimestamp(s *segment) int64 {
+	now := l.nowMs()
+	if s.size.Load() < BatchHeaderSize {
+		return now
+	}
+	b := make([]byte, BatchHeaderSize)
+	if _, err := s.f.ReadAt(b, 0); err != nil {
+		return now
+	}
+	if ts := peekMaxTimestamp(b); ts >= 0 && ts <= now {
+		return ts
+	}
+	return now
+}
+
+// loadSegment opens one segment. With full it re-validates every batch;
+// otherwise it trusts the index files if they check out and validates only
+// the batches after the last index entry. scanned reports a full scan;
+// corrupted that the file was truncated at a bad batch.
+func (l *Log) loadSegment(base int64, full bool, prevNext int64, trans *[]epochEntry) (s *segment, scanned, corrupted bool, err error) {
+	f, err := l.fs.OpenFile(l.path(segmentName(base)+logSuffix), os.O_RDWR, 0)
+	if err != nil {
+		return nil, false, false, fmt.Errorf("log: open segment: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false, false, fmt.Errorf("log: stat segment: %w", err)
+	}
+	s = newSegment(l.dir, base, f)
+	if !full {
+		ok, err := l.fastLoad(s, fi.Size(), prevNext)
+		if err != nil {
+			s.release()
+			return nil, false, false, err
+		}
+		if ok {
+			return s, false, false, nil
+		}
+	}
+	corrupted, err = l.fullScan(s, fi.Size(), prevNext, trans)
+	if err != nil {
+		s.release()
+		return nil, false, false, err
+	}
+	return s, true, corrupted, nil
+}
+
+// fullScan validates every batch of s, rebuilding its indexes, and truncates
+// the file at the first torn or corrupt batch.
+func (l *Log) fullScan(s *segment, fileSize, prevNext int64, trans *[]epochEntry) (corrupted bool, err error) {
+	s.resetIndex()
+	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
+	sc := newScanner(s.f, s.name(), 0, fileSize, s.base, prevNext)
+	end, next := int64(0), max(s.base, prevNext)
+	for {
+		h, pos, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			l.logger.Warn("log: truncating torn or corrupt segment tail", "dir", l.dir,
+				"segment", ce.Segment, "position", ce.Offset, "dropped_bytes", fileSize-ce.Offset, "err", ce.Err)
+			if err := s.f.Truncate(ce.Offset); err != nil {
+				return false, fmt.Errorf("log: truncate %s: %w", s.name(), err)
+			}
+			corrupted = true
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		size := int64(h.Size())
+		s.indexBatch(pos, h.BaseOffset, size, h.MaxTimestamp, interval, maxEntries)
+		if n := len(*trans); h.LeaderEpoch >= 0 && (n == 0 || h.LeaderEpoch > (*trans)[n-1].Epoch) {
+			*trans = append(*trans, epochEntry{h.LeaderEpoch, h.BaseOffset})
+		}
+		end, next = pos+size, h.LastOffset()+1
+	}
+	s.size.Store(end)
+	s.next.Store(next)
+	return corrupted, nil
+}
+
+// fastLoad loads s's index files and validates the batches after the last
+// index entry. ok is false when the indexes are missing or do not match the
+// data, or the tail is damaged: the caller then does a full scan.
+func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error) {
+	idx, err := readFile(l.fs, s.indexPath())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			l.logger.Info("log: rebuilding missing index", "dir", l.dir, "segment", s.name())
+			return false, nil
+		}
+		return false, err
+	}
+	tidx, err := readFile(l.fs, s.timeIndexPath())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			l.logger.Info("log: rebuilding missing time index", "dir", l.dir, "segment", s.name())
+			return false, nil
+		}
+		return false, err
+	}
+	s.idx.b, s.tidx.b = idx, tidx
+	bad := func(why error) (bool, error) {
+		l.logger.Warn("log: rebuilding invalid index", "dir", l.dir, "segment", s.name(), "err", why)
+		s.resetIndex()
+		return false, nil
+	}
+	if err := s.idx.check(fileSize); err != nil {
+		return bad(err)
+	}
+	if err := s.tidx.check(); err != nil {
+		return bad(err)
+	}
+	pos, entryBase := int64(0), int64(-1)
+	if n := s.idx.len(); n > 0 {
+		rel, p := s.idx.entry(n - 1)
+		pos, entryBase = int64(p), s.base+int64(rel)
+		prevNext = entryBase
+	}
+	if ts, rel, ok := s.tidx.last(); ok {
+		s.maxTS.Store(ts)
+		s.maxTSOff.Store(s.base + int64(rel))
+	}
+	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
+	sc := newScanner(s.f, s.name(), pos, fileSize, s.base, prevNext)
+	end, next := pos, max(s.base, prevNext)
+	for first := true; ; first = false {
+		h, bpos, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			return bad(err)
+		}
+		if err != nil {
+			return false, err
+		}
+		size := int64(h.Size())
+		if first && entryBase >= 0 {
+			if h.BaseOffset != entryBase {
+				return bad(fmt.Errorf("last index entry names offset %d, batch there has %d", entryBase, h.BaseOffset))
+			}
+			if h.MaxTimestamp > s.maxTS.Load() {
+				s.maxTS.Store(h.MaxTimestamp)
+				s.maxTSOff.Store(h.BaseOffset)
+			}
+			s.bytesSinceIndex = size
+		} else {
+			s.indexBatch(bpos, h.BaseOffset, size, h.MaxTimestamp, interval, maxEntries)
+		}
+		end, next = bpos+size, h.LastOffset()+1
+	}
+	if _, rel, ok := s.tidx.last(); ok && s.base+int64(rel) >= next {
+		return bad(fmt.Errorf("time index entry at offset %d past the data end %d", s.base+int64(rel), next))
+	}
+	if n := s.idx.len(); n > 0 {
+		if rel, _ := s.idx.entry(n - 1); s.base+int64(rel) >= next {
+			return bad(errBadIndex)
+		}
+	}
+	s.size.Store(end)
+	s.next.Store(next)
+	return true, nil
+}
