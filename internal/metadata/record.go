@@ -108,8 +108,8 @@ type PartitionChange struct {
 	Topic                string  `json:"topic"`
 	Partition            int32   `json:"partition"`
 	Leader               *int32  `json:"leader,omitempty"`
-	ISR                  []int32 `json:"isr,omitempty"`
-	Replicas             []int32 `json:"replicas,omitempty"`
+	ISR                  []int32 `json:"isr"`      // null = unchanged, [] = empty
+	Replicas             []int32 `json:"replicas"` // null = unchanged
 	ExpectPartitionEpoch *int32  `json:"expectPartitionEpoch,omitempty"`
 }
 
