@@ -153,11 +153,34 @@ func (e kafkaError) Error() string {
 
 func (e kafkaError) Unwrap() error { return e.err }
 
+// brokerMessageError is a Kafka error code with the broker's own message
+// (the ErrorMessage field of newer responses) in place of the generic
+// description.
+type brokerMessageError struct {
+	err error
+	msg string
+}
+
+func (e *brokerMessageError) Error() string { return kerrName(e.err) + ": " + e.msg }
+func (e *brokerMessageError) Unwrap() error { return e.err }
+
+// withBrokerMessage attaches a broker's error message to err, dropping a
+// repeat of err's own text that some brokers put in front of it.
+func withBrokerMessage(err error, msg string) error {
+	for _, prefix := range []string{err.Error(), kerrName(err)} {
+		msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(msg, prefix), ":"))
+	}
+	if msg == "" {
+		return err
+	}
+	return &brokerMessageError{err: err, msg: msg}
+}
+
 // kerrHint is the advice printed next to a Kafka error code.
 func kerrHint(ke *kerr.Error) string {
 	switch ke {
 	case kerr.UnknownTopicOrPartition:
-		return "check the name with `berth topic list`"
+		return "the topic does not exist: create it with `berth topic create NAME`, or check the name with `berth topic list`"
 	case kerr.TopicAlreadyExists:
 		return "pass --if-not-exists to ignore an existing topic"
 	case kerr.InvalidTopicException:

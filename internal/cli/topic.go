@@ -73,10 +73,11 @@ func parseConfigs(kvs []string) (map[string]*string, error) {
 	return m, nil
 }
 
-// topicErr wraps a per-topic error from an admin response.
+// topicErr wraps a per-topic error from an admin response. The broker's
+// error message, when there is one, replaces the code's generic description.
 func topicErr(cf *clientFlags, topic string, err error, brokerMsg string) error {
-	if brokerMsg != "" && !strings.Contains(err.Error(), brokerMsg) {
-		err = fmt.Errorf("%w: %s", err, brokerMsg)
+	if brokerMsg = strings.TrimSpace(brokerMsg); brokerMsg != "" {
+		err = withBrokerMessage(err, brokerMsg)
 	}
 	return cf.explain(fmt.Errorf("topic %q: %w", topic, err))
 }
