@@ -252,7 +252,9 @@ func (p *pinnedTopicPartitioner) OnNewBatch() {
 
 // defaultPartitioner is kgo's default partitioner, spelled out so it can be
 // wrapped by pinnedPartitioner.
-func defaultPartitioner() kgo.Partitioner { return kgo.UniformBytesPartitioner(64<<10, true, true, nil) }
+func defaultPartitioner() kgo.Partitioner {
+	return kgo.UniformBytesPartitioner(64<<10, true, true, nil)
+}
 
 // ---- command ----
 
