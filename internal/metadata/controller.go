@@ -146,6 +146,11 @@ func Open(cfg Config) (*Controller, error) {
 		c.wal.close()
 		return nil, err
 	}
+	if cs := c.confState; !slices.Contains(cs.GetVoters(), cfg.NodeID) && !slices.Contains(cs.GetLearners(), cfg.NodeID) {
+		c.wal.close()
+		return nil, fmt.Errorf("metadata: node %d is not a member of the metadata quorum (voters %v) in %s; wrong node.id?",
+			cfg.NodeID, cs.GetVoters(), cfg.Dir)
+	}
 	if got := c.Image().ClusterID; cfg.ClusterID != "" && got != "" && got != cfg.ClusterID {
 		c.wal.close()
 		return nil, fmt.Errorf("%w: configured %q, metadata log has %q", ErrClusterIDMismatch, cfg.ClusterID, got)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,6 +188,11 @@ func TestControllerClusterID(t *testing.T) {
 		t.Fatalf("Open with another cluster id: %v, want ErrClusterIDMismatch", err)
 	}
 	cfg.ClusterID = ""
+	cfg.NodeID = 5
+	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("Open with another node id: %v", err)
+	}
+	cfg.NodeID = RaftID(0)
 	c = open(t, cfg)
 	if got := c.Image().ClusterID; got != "MkU3OEVBNTcwNTJENDM2Qk" {
 		t.Fatalf("cluster id %q after restart without one configured", got)
