@@ -132,3 +132,36 @@ func dumpConfigs(m map[string]string) string {
 	}
 	return "{" + strings.Join(kv, " ") + "}"
 }
+
+// TestApplySharesUnchanged checks copy-on-write: what a batch does not
+// touch is shared with the previous image, what it touches is not.
+func TestApplySharesUnchanged(t *testing.T) {
+	im := emptyImage()
+	mk := func(name string, id byte) Record {
+		return Record{CreateTopic: &CreateTopic{Name: name, ID: [16]byte{15: id}, Partitions: 2, Replicas: [][]int32{{0}, {0}}}}
+	}
+	im, _, err := Apply(im, 1, []Record{mk("a", 1), mk("b", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := Apply(im, 2, []Record{{SetTopicConfigs: &SetTopicConfigs{Name: "b", Set: map[string]string{"k": "v"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Topics["a"] != im.Topics["a"] {
+		t.Error("untouched topic a was copied")
+	}
+	if next.Topics["b"] == im.Topics["b"] || len(im.Topics["b"].Configs) != 0 {
+		t.Error("topic b was changed in place")
+	}
+	if &next.Topics["b"].Partitions[0] == &im.Topics["b"].Partitions[0] {
+		t.Error("a copied topic shares its Partitions array")
+	}
+	next2, _, err := Apply(next, 3, []Record{{ProducerIDBlock: &ProducerIDBlock{Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%p", next2.Topics) != fmt.Sprintf("%p", next.Topics) {
+		t.Error("a batch without topic changes copied the topic map")
+	}
+}
