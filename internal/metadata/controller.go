@@ -120,28 +120,7 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	c.image.Store(im)
 
-	c.rn, err = raft.NewRawNode(&raft.Config{
-		ID:                        cfg.NodeID,
-		ElectionTick:              ElectionTicks,
-		HeartbeatTick:             HeartbeatTicks,
-		Storage:                   c.ms,
-		Applied:                   im.Index,
-		MaxSizePerMsg:             1 << 20,
-		MaxInflightMsgs:           256,
-		MaxUncommittedEntriesSize: 64 << 20,
-		CheckQuorum:               true,
-		PreVote:                   true,
-		DisableProposalForwarding: true,
-		Logger:                    raftLogger{c.log},
-	})
-	if err == nil && r.fresh {
-		err = c.rn.Bootstrap([]raft.Peer{{ID: cfg.NodeID}})
-	}
-	// Apply what is committed but not in the snapshot (and, when fresh,
-	// persist and apply the bootstrap configuration).
-	for err == nil && c.rn.HasReady() {
-		err = c.handleReady(c.rn.Ready())
-	}
+	err = c.startRaft(r.fresh)
 	if err != nil {
 		c.wal.close()
 		return nil, err
@@ -155,11 +134,42 @@ func Open(cfg Config) (*Controller, error) {
 		c.wal.close()
 		return nil, fmt.Errorf("%w: configured %q, metadata log has %q", ErrClusterIDMismatch, cfg.ClusterID, got)
 	}
-	if r.dropped > 0 {
-		c.log.Warn("metadata: recovered after truncating WAL tail", "bytes", r.dropped)
-	}
 	c.log.Debug("metadata: opened", "dir", cfg.Dir, "index", c.Image().Index, "snapshot", c.snapIndex)
 	return c, nil
+}
+
+// startRaft creates the RawNode on the recovered storage, bootstraps a
+// fresh log, and applies what is committed but not yet in the image
+// (persisting the bootstrap entry when fresh). Raft panics on inconsistent
+// state; here that can only come from damaged files, so it becomes an
+// error.
+func (c *Controller) startRaft(fresh bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: raft rejected the recovered state in %s: %v", ErrCorrupt, c.cfg.Dir, p)
+		}
+	}()
+	c.rn, err = raft.NewRawNode(&raft.Config{
+		ID:                        c.cfg.NodeID,
+		ElectionTick:              ElectionTicks,
+		HeartbeatTick:             HeartbeatTicks,
+		Storage:                   c.ms,
+		Applied:                   c.Image().Index,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		Logger:                    raftLogger{c.log},
+	})
+	if err == nil && fresh {
+		err = c.rn.Bootstrap([]raft.Peer{{ID: c.cfg.NodeID}})
+	}
+	for err == nil && c.rn.HasReady() {
+		err = c.handleReady(c.rn.Ready())
+	}
+	return err
 }
 
 // Start runs the Raft loop. With one voter it campaigns, and returns once

@@ -467,3 +467,24 @@ func TestRecoverSnapshotAheadOfWALCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpenCorruptSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	c := open(t, testConfig(dir))
+	if err := c.Propose(ctx(t), createRec("orders", 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, c)
+	snaps, _ := listSnapshots(dir)
+	path := filepath.Join(dir, snapName(snaps[len(snaps)-1]))
+	b, _ := os.ReadFile(path)
+	i := bytes.Index(b, []byte("orders"))
+	b[i] = 'O'
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cerr *CorruptionError
+	if _, err := Open(testConfig(dir)); !errors.As(err, &cerr) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open with a damaged snapshot: %v, want *CorruptionError", err)
+	}
+}
