@@ -1,0 +1,131 @@
+package log
+
+import (
+	"os"
+	"sync"
+	"syscall"
+)
+
+// FaultFS wraps an FS and injects faults: writes that run out of space
+// partway (like a full disk: the bytes that fit are written, then ENOSPC)
+// and failing fsyncs. Tests in this and other packages use it to prove that
+// a failed write leaves no partial batch and a failed fsync loses no
+// acknowledged record. Safe for concurrent use.
+type FaultFS struct {
+	fs FS
+
+	mu          sync.Mutex
+	writeBudget int64 // bytes writable before writeErr; < 0 unlimited
+	writeErr    error
+	syncErr     error
+	written     int64
+}
+
+// NewFaultFS wraps fs (nil: the OS filesystem) with no faults armed.
+func NewFaultFS(fs FS) *FaultFS {
+	if fs == nil {
+		fs = OSFS()
+	}
+	return &FaultFS{fs: fs, writeBudget: -1}
+}
+
+// FailWritesAfter lets n more bytes be written, then fails writes with err
+// (ENOSPC when nil); a write crossing the limit writes its first bytes and
+// fails. n < 0 lifts the limit.
+func (f *FaultFS) FailWritesAfter(n int64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		err = syscall.ENOSPC
+	}
+	f.writeBudget, f.writeErr = n, err
+}
+
+// FailSyncs makes File.Sync and SyncDir fail with err; nil heals.
+func (f *FaultFS) FailSyncs(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.syncErr = err
+}
+
+// Written is the number of bytes written through the FS so far.
+func (f *FaultFS) Written() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.written
+}
+
+// allow returns how many of n bytes may be written and the error to report
+// for the rest.
+func (f *FaultFS) allow(n int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writeBudget < 0 || int64(n) <= f.writeBudget {
+		if f.writeBudget >= 0 {
+			f.writeBudget -= int64(n)
+		}
+		f.written += int64(n)
+		return n, nil
+	}
+	m := int(f.writeBudget)
+	f.writeBudget = 0
+	f.written += int64(m)
+	return m, f.writeErr
+}
+
+func (f *FaultFS) syncError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncErr
+}
+
+func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	file, err := f.fs.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f}, nil
+}
+
+func (f *FaultFS) Remove(name string) error                    { return f.fs.Remove(name) }
+func (f *FaultFS) RemoveAll(dir string) error                  { return f.fs.RemoveAll(dir) }
+func (f *FaultFS) Rename(oldname, newname string) error        { return f.fs.Rename(oldname, newname) }
+func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error { return f.fs.MkdirAll(dir, perm) }
+func (f *FaultFS) ReadDir(dir string) ([]string, error)        { return f.fs.ReadDir(dir) }
+
+func (f *FaultFS) SyncDir(dir string) error {
+	if err := f.syncError(); err != nil {
+		return err
+	}
+	return f.fs.SyncDir(dir)
+}
+
+type faultFile struct {
+	File
+	fs *FaultFS
+}
+
+func (ff *faultFile) Write(b []byte) (int, error) {
+	n, ferr := ff.fs.allow(len(b))
+	m, err := ff.File.Write(b[:n])
+	if err == nil {
+		err = ferr
+	}
+	return m, err
+}
+
+func (ff *faultFile) WriteAt(b []byte, off int64) (int, error) {
+	n, ferr := ff.fs.allow(len(b))
+	m, err := ff.File.WriteAt(b[:n], off)
+	if err == nil {
+		err = ferr
+	}
+	return m, err
+}
+
+func (ff *faultFile) Sync() error {
+	if err := ff.fs.syncError(); err != nil {
+		return err
+	}
+	return ff.File.Sync()
+}
