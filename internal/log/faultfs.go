@@ -18,6 +18,7 @@ type FaultFS struct {
 	writeBudget int64 // bytes writable before writeErr; < 0 unlimited
 	writeErr    error
 	syncErr     error
+	syncHook    func(name string)
 	written     int64
 }
 
@@ -46,6 +47,14 @@ func (f *FaultFS) FailSyncs(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.syncErr = err
+}
+
+// SetSyncHook makes every File.Sync call fn(name) first (nil removes it);
+// tests block in it to prove what goes on during an fsync.
+func (f *FaultFS) SetSyncHook(fn func(name string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.syncHook = fn
 }
 
 // Written is the number of bytes written through the FS so far.
@@ -84,7 +93,7 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: file, fs: f}, nil
+	return &faultFile{File: file, fs: f, name: name}, nil
 }
 
 func (f *FaultFS) Remove(name string) error                    { return f.fs.Remove(name) }
@@ -102,7 +111,8 @@ func (f *FaultFS) SyncDir(dir string) error {
 
 type faultFile struct {
 	File
-	fs *FaultFS
+	fs   *FaultFS
+	name string
 }
 
 func (ff *faultFile) Write(b []byte) (int, error) {
@@ -124,6 +134,12 @@ func (ff *faultFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (ff *faultFile) Sync() error {
+	ff.fs.mu.Lock()
+	hook := ff.fs.syncHook
+	ff.fs.mu.Unlock()
+	if hook != nil {
+		hook(ff.name)
+	}
 	if err := ff.fs.syncError(); err != nil {
 		return err
 	}
