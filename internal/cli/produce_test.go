@@ -214,14 +214,14 @@ func TestConsumeJSONRoundTripsThroughProduce(t *testing.T) {
 
 // fakeTopicPartitioner records what it was asked.
 type fakeTopicPartitioner struct {
-	calls     int
-	newBatch  int
+	calls      int
+	newBatch   int
 	consistent bool
 }
 
 func (f *fakeTopicPartitioner) RequiresConsistency(*kgo.Record) bool { return f.consistent }
-func (f *fakeTopicPartitioner) Partition(*kgo.Record, int) int    { f.calls++; return 7 }
-func (f *fakeTopicPartitioner) OnNewBatch()                        { f.newBatch++ }
+func (f *fakeTopicPartitioner) Partition(*kgo.Record, int) int       { f.calls++; return 7 }
+func (f *fakeTopicPartitioner) OnNewBatch()                          { f.newBatch++ }
 
 type fakePartitioner struct{ tp *fakeTopicPartitioner }
 
