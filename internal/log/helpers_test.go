@@ -197,3 +197,21 @@ func checkFor(t testing.TB, total time.Duration, fn func() error) {
 func fixCRC(b []byte) {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
+
+// noSyncFS skips fsync: for tests that crash logs by hand and need speed,
+// not durability (the fuzz targets).
+type noSyncFS struct{ FS }
+
+func (noSyncFS) SyncDir(string) error { return nil }
+
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := n.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{f}, nil
+}
+
+type noSyncFile struct{ File }
+
+func (noSyncFile) Sync() error { return nil }

@@ -25,7 +25,9 @@ func (f *recoveryFixture) pos(s SegmentInfo, base int64) int64 {
 	return (base - s.BaseOffset) / 3 * f.batchSize
 }
 
-func (f *recoveryFixture) logPath(s SegmentInfo) string { return segFile(f.dir, s.BaseOffset, logSuffix) }
+func (f *recoveryFixture) logPath(s SegmentInfo) string {
+	return segFile(f.dir, s.BaseOffset, logSuffix)
+}
 
 func newRecoveryFixture(t *testing.T, clean bool) *recoveryFixture {
 	dir := t.TempDir()

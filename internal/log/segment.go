@@ -190,6 +190,7 @@ func (s *segment) removeIndexFiles(fs FS) {
 // large batches one pread per batch.
 type headerReader struct {
 	f    File
+	pbuf *[]byte // pooled buffer behind buf
 	end  int64 // readable limit (segment size snapshot)
 	buf  []byte
 	bpos int64 // file position of buf[0]
@@ -201,13 +202,13 @@ const headerReadAhead = 4096
 var headerBufPool = sync.Pool{New: func() any { b := make([]byte, headerReadAhead); return &b }}
 
 func newHeaderReader(f File, end int64) *headerReader {
-	return &headerReader{f: f, end: end, buf: *headerBufPool.Get().(*[]byte), bpos: -1}
+	p := headerBufPool.Get().(*[]byte)
+	return &headerReader{f: f, end: end, pbuf: p, buf: *p, bpos: -1}
 }
 
 func (r *headerReader) close() {
-	b := r.buf
-	headerBufPool.Put(&b)
-	r.buf = nil
+	headerBufPool.Put(r.pbuf)
+	r.pbuf, r.buf = nil, nil
 }
 
 // header returns the BatchHeaderSize bytes at pos, valid until the next
