@@ -51,7 +51,7 @@ func FuzzRecover(f *testing.F) {
 	f.Add(uint16(0), b)
 	next := append([]byte(nil), b...)
 	putHeader(next, 6, 0)
-	f.Add(uint16(0), next)             // a valid batch continuing the log
+	f.Add(uint16(0), next)               // a valid batch continuing the log
 	f.Add(uint16(0), next[:len(next)-1]) // a torn one
 	f.Add(uint16(uint16(len(b))), next)
 	f.Fuzz(func(t *testing.T, cut uint16, tail []byte) {

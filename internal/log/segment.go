@@ -191,7 +191,7 @@ func (s *segment) removeIndexFiles(fs FS) {
 type headerReader struct {
 	f    File
 	pbuf *[]byte // pooled buffer behind buf
-	end  int64 // readable limit (segment size snapshot)
+	end  int64   // readable limit (segment size snapshot)
 	buf  []byte
 	bpos int64 // file position of buf[0]
 	n    int   // valid bytes in buf
