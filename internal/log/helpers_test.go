@@ -177,22 +177,6 @@ func fileSize(t testing.TB, name string) int64 {
 	return fi.Size()
 }
 
-// checkFor polls fn until it returns nil or the deadline passes.
-func checkFor(t testing.TB, total time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // fixCRC recomputes a batch's CRC after a test edits it.
 func fixCRC(b []byte) {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))

@@ -224,12 +224,11 @@ func TestRoll(t *testing.T) {
 			clk := newClock()
 			dir := t.TempDir()
 			l := openT(t, dir, cfg, Options{Now: clk.Now})
-			for i := range tc.n {
+			for range tc.n {
 				appendT(t, l, batch, 0)
 				if tc.step != nil {
 					tc.step(clk)
 				}
-				_ = i
 			}
 			tc.check(t, l.Segments())
 			segs := l.Segments()
@@ -810,8 +809,6 @@ func putProducer(b []byte, pid int64, seq int32) {
 	}
 	be(b[offProducerID:], uint64(pid), 8)
 	be(b[offBaseSequence:], uint64(seq), 4)
-	h, _ := ParseBatchHeader(b)
-	_ = h
 	fixCRC(b)
 }
 
