@@ -647,6 +647,11 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, o *benchConsumeOptions
 		return err
 	}
 	defer cl.Close()
+	if o.group != "" {
+		if err := cf.requireGroups(ctx, cl, o.group); err != nil {
+			return err
+		}
+	}
 
 	var records, bytes atomic.Int64
 	stopProgress := startProgress(errOut, start, func() (int64, int64, string) { return records.Load(), bytes.Load(), "" })

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -110,6 +111,35 @@ func (f *clientFlags) admin(ctx context.Context) (*kadm.Client, error) {
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(min(f.timeout, time.Duration(1<<31-1)*time.Millisecond).Milliseconds()))
 	return adm, nil
+}
+
+// requireGroups fails, with advice, when the cluster cannot serve a consumer
+// group: without this check kgo would retry joining forever while the
+// command printed nothing.
+func (f *clientFlags) requireGroups(ctx context.Context, cl *kgo.Client, group string) error {
+	vs, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		return f.explain(err)
+	}
+	var missing []string
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if v.Err != nil || len(missing) > 0 {
+			return
+		}
+		has := func(k kmsg.Key) bool { _, ok := v.KeyMaxVersion(k.Int16()); return ok }
+		for _, k := range []kmsg.Key{kmsg.FindCoordinator, kmsg.OffsetCommit, kmsg.OffsetFetch} {
+			if !has(k) {
+				missing = append(missing, k.Name())
+			}
+		}
+		if !has(kmsg.JoinGroup) && !has(kmsg.ConsumerGroupHeartbeat) {
+			missing = append(missing, kmsg.JoinGroup.Name())
+		}
+	})
+	if len(missing) > 0 {
+		return fmt.Errorf("--group %s: the broker does not support consumer groups (no %s); consume without --group", group, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // explain rewrites an error from the client libraries into one that tells the

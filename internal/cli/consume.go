@@ -172,6 +172,11 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, o *consumeOptions, topic st
 	if err := checkTopic(ctx, cf, cl, topic, o.partition); err != nil {
 		return err
 	}
+	if o.group != "" {
+		if err := cf.requireGroups(ctx, cl, o.group); err != nil {
+			return err
+		}
+	}
 
 	out := bufio.NewWriter(cmd.OutOrStdout())
 	count, loopErr := consumeLoop(ctx, cl, o, func(r *kgo.Record) error {
@@ -251,7 +256,11 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, o *consumeOptions, emit fu
 			}
 			if msg := err.Error(); !warned[msg] {
 				warned[msg] = true
-				fmt.Fprintf(errOut, "warning: topic %q partition %d: %v\n", t, p, err)
+				if t == "" { // not about a partition: a group session error
+					fmt.Fprintf(errOut, "warning: %v\n", err)
+				} else {
+					fmt.Fprintf(errOut, "warning: topic %q partition %d: %v\n", t, p, err)
+				}
 			}
 		})
 		if fatal != nil {

@@ -387,21 +387,26 @@ func TestIntegrationProduceConsume(t *testing.T) {
 	}
 
 	// A group commits exactly what it printed: two, then the third.
-	group := topic + "-g"
-	out, _, err = runCLI(t, "", "consume", topic, "--group", group, "--offset", "earliest", "--max-messages", "2", "-b", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != "v1\nv2\n" {
-		t.Errorf("group first run = %q", out)
-	}
-	out, _, err = runCLI(t, "", "consume", topic, "--group", group, "--offset", "earliest", "--max-messages", "1", "-b", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != "v3\n" {
-		t.Errorf("group second run = %q, want the record after the commit", out)
-	}
+	t.Run("group", func(t *testing.T) {
+		group := topic + "-g"
+		out, _, err := runCLI(t, "", "consume", topic, "--group", group, "--offset", "earliest", "--max-messages", "2", "-b", addr)
+		if err != nil && strings.Contains(err.Error(), "does not support consumer groups") {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != "v1\nv2\n" {
+			t.Errorf("group first run = %q", out)
+		}
+		out, _, err = runCLI(t, "", "consume", topic, "--group", group, "--offset", "earliest", "--max-messages", "1", "-b", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != "v3\n" {
+			t.Errorf("group second run = %q, want the record after the commit", out)
+		}
+	})
 
 	// --timeout-idle ends a consumer that has caught up.
 	start := time.Now()
