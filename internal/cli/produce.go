@@ -366,6 +366,10 @@ func runProduce(cmd *cobra.Command, cf *clientFlags, o *produceOptions, topic st
 		return err
 	}
 	defer cl.Close()
+	// Fail before reading any input if the topic or partition is missing.
+	if err := checkTopic(ctx, cf, cl, topic, o.partition); err != nil {
+		return err
+	}
 
 	parser := &recordParser{format: o.format, keySep: o.keySep, headers: headers, partition: o.partition}
 	rep := &produceReporter{cf: cf, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), sum: produceSummary{Topic: topic}}
@@ -517,8 +521,12 @@ func (r *produceReporter) finish() error {
 		fmt.Fprintf(r.errOut, "... and %d more errors\n", r.printed-maxErrorLines)
 	}
 	fmt.Fprintf(w, "Produced %d of %d records to %s (%d errors).\n", s.Produced, s.Records, s.Topic, s.Errors)
-	if s.Errors > 0 {
+	switch {
+	case s.Errors == 0:
+		return nil
+	case r.cf.json: // the errors are in the JSON results
 		return fmt.Errorf("%d of %d records failed; the first: %w", s.Errors, s.Records, r.firstErr)
+	default: // the errors were printed above
+		return fmt.Errorf("%d of %d records failed", s.Errors, s.Records)
 	}
-	return nil
 }
