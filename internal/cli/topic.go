@@ -96,8 +96,8 @@ func topicIDString(id kadm.TopicID) string {
 type topicCreateResult struct {
 	Topic             string `json:"topic"`
 	ID                string `json:"id,omitempty"`
-	Partitions        int32  `json:"partitions"`
-	ReplicationFactor int16  `json:"replication_factor"`
+	Partitions        int32  `json:"partitions,omitempty"`         // 0: not known
+	ReplicationFactor int16  `json:"replication_factor,omitempty"` // 0: not known
 	Created           bool   `json:"created"`
 	AlreadyExisted    bool   `json:"already_existed,omitempty"`
 	ValidateOnly      bool   `json:"validate_only,omitempty"`
@@ -149,11 +149,14 @@ func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
 					ReplicationFactor: r.ReplicationFactor,
 					ValidateOnly:      validateOnly,
 				}
+				// Older brokers, and brokers answering for an existing
+				// topic, may not say; fall back to what was asked, or
+				// leave it out (0) when that was the broker default.
 				if res.Partitions <= 0 {
-					res.Partitions = partitions
+					res.Partitions = max(partitions, 0)
 				}
 				if res.ReplicationFactor <= 0 {
-					res.ReplicationFactor = replication
+					res.ReplicationFactor = max(replication, 0)
 				}
 				switch {
 				case r.Err == nil:
@@ -195,7 +198,7 @@ func printTopicCreate(w io.Writer, r topicCreateResult) error {
 }
 
 func plural(n int, what string) string {
-	if n < 0 {
+	if n <= 0 {
 		return "default " + what + "s"
 	}
 	if n == 1 {
@@ -205,7 +208,7 @@ func plural(n int, what string) string {
 }
 
 func countOrDefault(n int) string {
-	if n < 0 {
+	if n <= 0 {
 		return "default"
 	}
 	return fmt.Sprint(n)
