@@ -37,7 +37,8 @@ type Node struct {
 	http     *http.Server
 	httpLn   net.Listener
 	unsub    func()
-	done     chan struct{}
+	stop     chan struct{} // closed to end follow
+	done     chan struct{} // closed when follow has ended
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
@@ -75,7 +76,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", dir, err)
 	}
-	n := &Node{cfg: cfg, log: logger, done: make(chan struct{})}
+	n := &Node{cfg: cfg, log: logger, stop: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -171,7 +172,12 @@ func (n *Node) register(ctx context.Context, id int32, host string, port int32) 
 // follow applies every new metadata image to the local replicas.
 func (n *Node) follow(ch <-chan struct{}) {
 	defer close(n.done)
-	for range ch {
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-ch:
+		}
 		if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
 			n.log.Error("applying metadata to partitions", "err", err)
 		}
@@ -227,6 +233,7 @@ func (n *Node) Close() error {
 	}
 	if n.unsub != nil {
 		n.unsub()
+		close(n.stop)
 		<-n.done
 	}
 	if n.replicas != nil {

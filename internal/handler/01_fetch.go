@@ -127,6 +127,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []*r
 				continue
 			}
 			sp.RecordBatches = res.Records
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = []byte{} // librdkafka rejects a null record set
+			}
 			total += len(res.Records)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -1,0 +1,291 @@
+// Package testcluster starts real Berth brokers for tests: in-process nodes
+// on loopback ports (Start), and separate berth processes (StartProcess)
+// for tests that kill a broker with SIGKILL by its own PID.
+package testcluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/internal/app"
+	"github.com/berthmq/berth/internal/config"
+)
+
+// Node is an in-process broker.
+type Node struct {
+	*app.Node
+	Dir  string
+	t    testing.TB
+	cfg  *config.Config
+	once sync.Once
+}
+
+// Option changes a node's settings before it starts.
+type Option func(c *config.Config)
+
+// With sets one broker setting.
+func With(name, value string) Option {
+	return func(c *config.Config) {
+		if err := c.Set(name, value, config.SourceFlag); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Start runs a single-node broker in this process on a free loopback port,
+// with data in a temporary directory. It is closed at test cleanup.
+func Start(t testing.TB, opts ...Option) *Node {
+	t.Helper()
+	return StartIn(t, t.TempDir(), opts...)
+}
+
+// StartIn is Start with a given data directory (to restart over old data).
+func StartIn(t testing.TB, dir string, opts ...Option) *Node {
+	t.Helper()
+	cfg := config.Defaults()
+	for k, v := range map[string]string{
+		"log.dirs":               dir,
+		"listeners":              "PLAINTEXT://127.0.0.1:0",
+		"http.listener":          "127.0.0.1:0",
+		"log.dir.min.free.bytes": "0",
+	} {
+		if err := cfg.Set(k, v, config.SourceFlag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range opts {
+		o(cfg)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("BERTH_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	n, err := app.Start(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatalf("starting broker: %v", err)
+	}
+	node := &Node{Node: n, Dir: dir, t: t, cfg: cfg}
+	t.Cleanup(node.Close)
+	return node
+}
+
+// Close stops the node (idempotent).
+func (n *Node) Close() {
+	n.once.Do(func() {
+		if err := n.Node.Close(); err != nil {
+			n.t.Errorf("closing broker: %v", err)
+		}
+	})
+}
+
+// Addr is the Kafka listener address.
+func (n *Node) Addr() string { return n.KafkaAddr() }
+
+// Client returns a kgo client for the node, closed at cleanup.
+func Client(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client, closed at cleanup.
+func Admin(t testing.TB, addr string) *kadm.Client {
+	return kadm.NewClient(Client(t, addr))
+}
+
+// CreateTopic creates a topic or fails the test.
+func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := Admin(t, addr).CreateTopic(ctx, partitions, 1, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", name, err)
+	}
+}
+
+// Eventually polls fn until it returns nil or the deadline passes.
+func Eventually(t testing.TB, within time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = fn(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("condition not met within %v: %v", within, err)
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds the berth binary once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "berth-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "berth")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/berth")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Process is a berth broker in its own process.
+type Process struct {
+	t    testing.TB
+	Dir  string
+	Args []string
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{}
+	err  error
+}
+
+var readyRE = regexp.MustCompile(`berth ready.* kafka=(\S+)`)
+
+// StartProcess runs `berth serve` with data in dir on a free loopback port
+// and waits until it is ready. It is stopped at test cleanup.
+func StartProcess(t testing.TB, dir string, args ...string) *Process {
+	t.Helper()
+	p := &Process{t: t, Dir: dir, Args: args}
+	p.start()
+	t.Cleanup(func() { p.Kill() })
+	return p
+}
+
+func (p *Process) start() {
+	p.t.Helper()
+	args := append([]string{"serve", "--log.dirs", p.Dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
+		"--http.listener", "127.0.0.1:0", "--log.dir.min.free.bytes", "0"}, p.Args...)
+	cmd := exec.Command(Binary(p.t), args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := readyRE.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+			if os.Getenv("BERTH_TEST_LOG") != "" {
+				p.t.Log(line)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case p.addr = <-ready:
+	case <-p.done:
+		p.t.Fatalf("berth exited before it was ready: %v", p.err)
+	case <-time.After(60 * time.Second):
+		p.Kill()
+		p.t.Fatal("berth did not become ready within 60s")
+	}
+}
+
+// Addr is the Kafka listener address of the running process.
+func (p *Process) Addr() string { return p.addr }
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Kill sends SIGKILL to this process (by its PID) and waits for it.
+func (p *Process) Kill() {
+	if p.cmd == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (p *Process) Stop() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(60 * time.Second):
+		p.Kill()
+		return fmt.Errorf("berth did not stop within 60s of SIGTERM")
+	}
+}
+
+// Restart starts the process again over the same data directory.
+func (p *Process) Restart() {
+	p.t.Helper()
+	p.start()
+}

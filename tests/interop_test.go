@@ -1,0 +1,109 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// need returns a tool's path, skipping the test when it is missing outside
+// CI and failing in CI (where .ci/run installs it).
+func need(t *testing.T, path string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing in CI: .ci/run should install it", path)
+		}
+		t.Skipf("%s not installed (apt-get install kcat python3-confluent-kafka python3-kafka)", path)
+	}
+	return path
+}
+
+func run(t *testing.T, stdin string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s %v: %v\nstdout: %s\nstderr: %s", name, args, err, out.String(), errb.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s %v timed out\nstderr: %s", name, args, errb.String())
+	}
+	return out.String()
+}
+
+// kcat (librdkafka) produces keyed records with headers in every codec and
+// reads them back.
+func TestKcatEveryCodec(t *testing.T) {
+	kcat := need(t, "/usr/bin/kcat")
+	n := tc.Start(t)
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		t.Run(codec, func(t *testing.T) {
+			topic := "kcat-" + codec
+			var in strings.Builder
+			for i := 0; i < 50; i++ {
+				fmt.Fprintf(&in, "key%d:value-%d\n", i%3, i)
+			}
+			run(t, in.String(), kcat, "-b", n.Addr(), "-P", "-t", topic, "-p", "0", "-K:", "-H", "src=kcat",
+				"-X", "compression.codec="+codec, "-X", "enable.idempotence=true")
+			out := run(t, "", kcat, "-b", n.Addr(), "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
+				"-f", "%k|%s|%h|%o\n")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 50 {
+				t.Fatalf("kcat read %d records, want 50:\n%s", len(lines), out)
+			}
+			for i, l := range lines {
+				if want := fmt.Sprintf("key%d|value-%d|src=kcat|%d", i%3, i, i); l != want {
+					t.Fatalf("record %d: %q, want %q", i, l, want)
+				}
+			}
+		})
+	}
+	// Metadata listing works too.
+	if out := run(t, "", kcat, "-b", n.Addr(), "-L"); !strings.Contains(out, "kcat-zstd") {
+		t.Fatalf("kcat -L does not list topics:\n%s", out)
+	}
+}
+
+// confluent-kafka-python (librdkafka) and kafka-python round trips.
+func TestPythonClients(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	n := tc.Start(t)
+	if exec.Command(py, "-c", "import confluent_kafka").Run() != nil {
+		need(t, "/nonexistent/python3-confluent-kafka")
+	}
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		t.Run("confluent-"+codec, func(t *testing.T) {
+			out := run(t, "", py, "testdata/confluent_roundtrip.py", n.Addr(), "py-"+codec, codec, "200")
+			if !strings.Contains(out, "ok 200") {
+				t.Fatalf("script said %q", out)
+			}
+		})
+	}
+	if exec.Command(py, "-c", "import kafka").Run() != nil {
+		need(t, "/nonexistent/python3-kafka")
+	}
+	t.Run("kafka-python", func(t *testing.T) {
+		out := run(t, "", py, "testdata/kafkapython_roundtrip.py", n.Addr(), "kp", "100")
+		if !strings.Contains(out, "ok 100") {
+			t.Fatalf("script said %q", out)
+		}
+	})
+}
