@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/berthmq/berth/internal/testcluster"
+
 	"bytes"
 	"context"
 	"errors"
@@ -36,14 +38,14 @@ func runCLIContext(ctx context.Context, stdin string, args ...string) (string, s
 }
 
 // integrationBootstrap returns the broker address integration tests run
-// against, or skips the test when none is configured.
+// against: BERTH_TEST_BOOTSTRAP when set (a running `berth serve`), else a
+// broker started in this process for the test.
 func integrationBootstrap(t *testing.T) string {
 	t.Helper()
-	addr := os.Getenv("BERTH_TEST_BOOTSTRAP")
-	if addr == "" {
-		t.Skip("integration test: set BERTH_TEST_BOOTSTRAP=host:port of a running `berth serve` to run it")
+	if addr := os.Getenv("BERTH_TEST_BOOTSTRAP"); addr != "" {
+		return addr
 	}
-	return addr
+	return testcluster.Start(t).Addr()
 }
 
 // eventually polls fn until it returns nil or timeout passes, then fails
