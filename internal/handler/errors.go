@@ -38,6 +38,8 @@ var codeTable = []struct {
 	{blog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{blog.ErrDiskFull, kerr.KafkaStorageError},
 	{blog.ErrCorrupt, kerr.KafkaStorageError},
+	{blog.ErrInvalidBatch, kerr.CorruptMessage},
+	{blog.ErrFailed, kerr.KafkaStorageError},
 	{blog.ErrClosed, kerr.NotLeaderForPartition},
 	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},

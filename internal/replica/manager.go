@@ -34,6 +34,9 @@ type ManagerConfig struct {
 	Resolve func(topicConfigs map[string]string) TopicConfig
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// FS is the filesystem for partition logs; nil is the OS. Tests pass
+	// a log.FaultFS to inject full disks and failed fsyncs.
+	FS blog.FS
 }
 
 // Manager owns this node's partition replicas, the group-commit syncer and
@@ -239,7 +242,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	if err := checkTopicIDFile(dir, id); err != nil {
 		return nil, err
 	}
-	l, err := blog.Open(dir, cfg.Log, blog.Options{Logger: m.log, Now: m.now})
+	l, err := blog.Open(dir, cfg.Log, blog.Options{FS: m.cfg.FS, Logger: m.log, Now: m.now})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}
