@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -30,6 +31,10 @@ func (n *Node) startHTTP(addr string) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	// Go profiles, for performance work; the HTTP listener is loopback-only by default.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	n.httpLn = ln
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

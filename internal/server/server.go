@@ -218,7 +218,7 @@ func (c *Conn) readLoop() {
 	defer s.wg.Done()
 	defer close(c.out) // the write loop drains and exits
 	defer c.close()
-	br := bufio.NewReaderSize(c.nc, 16<<10)
+	br := bufio.NewReaderSize(c.nc, 8<<10)
 	var sizeBuf [4]byte
 	for {
 		if s.cfg.IdleTimeout > 0 {
@@ -382,8 +382,7 @@ func (c *Conn) writeLoop() {
 		s.mu.Unlock()
 		s.Metrics.ConnectionsOpen.Add(-1)
 	}()
-	bw := bufio.NewWriterSize(c.nc, 16<<10)
-	buf := make([]byte, 0, 4096)
+	bw := bufio.NewWriterSize(c.nc, 8<<10)
 	broken := false
 	for p := range c.out {
 		if broken {
@@ -394,7 +393,8 @@ func (c *Conn) writeLoop() {
 			continue
 		}
 		resp.SetVersion(p.version)
-		buf = buf[:0]
+		bp := respBufs.Get().(*[]byte)
+		buf := (*bp)[:0]
 		buf = append(buf, 0, 0, 0, 0)
 		buf = binary.BigEndian.AppendUint32(buf, uint32(p.corr))
 		if p.flexible && p.key != 18 { // ApiVersions responses always use header v0
@@ -402,7 +402,12 @@ func (c *Conn) writeLoop() {
 		}
 		buf = resp.AppendTo(buf)
 		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-		if _, err := bw.Write(buf); err != nil {
+		_, err := bw.Write(buf)
+		if cap(buf) <= maxPooledResp {
+			*bp = buf
+			respBufs.Put(bp)
+		}
+		if err != nil {
 			broken = true
 			c.close()
 			continue
@@ -413,13 +418,18 @@ func (c *Conn) writeLoop() {
 				c.close()
 			}
 		}
-		if cap(buf) > 1<<20 {
-			buf = make([]byte, 0, 4096)
-		}
 	}
 	_ = bw.Flush()
 	c.close()
 }
+
+// respBufs holds response encoding buffers shared by all connections, so
+// an idle connection holds none and a busy one does not regrow a large
+// buffer for every Fetch response.
+var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledResp is the largest buffer returned to respBufs.
+const maxPooledResp = 16 << 20
 
 // byteSem bounds bytes held across connections.
 type byteSem struct {
