@@ -138,3 +138,47 @@ func TestRestartKeepsEverything(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM flushes and closes everything: the process exits 0 promptly and
+// a restart finds every record.
+func TestSigtermShutsDownCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a broker process")
+	}
+	dir := t.TempDir()
+	p := tc.StartProcess(t, dir)
+	tc.CreateTopic(t, p.Addr(), "bye", 1, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic("bye"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		produceSync(t, cl, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	cl.Close()
+	start := time.Now()
+	if err := p.Stop(); err != nil {
+		t.Fatalf("berth exited with %v after SIGTERM", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	p.Restart()
+	if got := consumeN(t, p.Addr(), "bye", 50); string(got[49].Value) != "49" {
+		t.Fatalf("last record %q", got[49].Value)
+	}
+}
+
+// durability.mode=os (Kafka's default: ack after the page-cache write)
+// serves the same records.
+func TestPageCacheDurabilityMode(t *testing.T) {
+	n := tc.Start(t, tc.With("durability.mode", "os"), tc.With("log.flush.interval.ms", "50"))
+	tc.CreateTopic(t, n.Addr(), "fast", 1, nil)
+	cl := tc.Client(t, n.Addr(), kgo.DefaultProduceTopic("fast"))
+	for i := 0; i < 20; i++ {
+		produceSync(t, cl, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	if got := consumeN(t, n.Addr(), "fast", 20); string(got[19].Value) != "19" {
+		t.Fatalf("last record %q", got[19].Value)
+	}
+}
