@@ -49,8 +49,18 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 			}
 		}()
 		var timer *time.Timer
+		var bufs [][]byte
+		release := func() {
+			for _, b := range bufs {
+				server.PutBuf(b)
+			}
+			bufs = bufs[:0]
+		}
+		// The response's record buffers go back to the pool once encoded.
+		defer conn.AfterEncode(release)
 		for {
-			resp, n, parts, errs := b.readFetch(r)
+			release() // a read we are not answering with
+			resp, n, parts, errs := b.readFetch(r, &bufs)
 			if n >= int(r.MinBytes) || n > 0 && r.MinBytes <= 0 || errs || wait <= 0 || !time.Now().Before(deadline) || len(parts) == 0 {
 				return resp
 			}
@@ -66,7 +76,8 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 			select {
 			case <-w.C:
 			case <-timer.C:
-				resp, _, _, _ = b.readFetch(r)
+				release()
+				resp, _, _, _ = b.readFetch(r, &bufs)
 				return resp
 			case <-conn.Context().Done():
 				return resp
@@ -78,7 +89,12 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 // readFetch reads every requested partition once. It returns the response,
 // the record bytes in it, the partitions read and whether any partition
 // had an error (which makes the fetch answer at once, as Kafka does).
-func (b *Broker) readFetch(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []*replica.Partition, bool) {
+func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchResponse, int, []*replica.Partition, bool) {
+	alloc := func(n int) []byte {
+		buf := server.GetBuf(n)
+		*bufs = append(*bufs, buf)
+		return buf
+	}
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	im := b.image()
 	budget := int(r.MaxBytes)
@@ -119,7 +135,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []*r
 			if rem := budget - total; int(max) > rem {
 				max = int32(rem)
 			}
-			res, err := p.Read(rp.FetchOffset, max, total == 0)
+			res, err := p.Read(rp.FetchOffset, max, total == 0, alloc)
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if err != nil {
 				sp.ErrorCode = code(err)

@@ -203,7 +203,7 @@ func TestReaderKeepsDeletedSegment(t *testing.T) {
 		t.Fatal("segment not deleted")
 	}
 	// A reader that pinned the segment before the deletion still reads it.
-	data, done, err := s.read(0, 1<<20, 1<<62, true)
+	data, done, err := s.read(nil, 0, 1<<20, 1<<62, true)
 	if err != nil || !done || len(data) == 0 {
 		t.Fatalf("read pinned deleted segment: %v", err)
 	}

@@ -17,6 +17,13 @@ import (
 // take the append lock: it preads into a new buffer of exactly the size of
 // the batches returned.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOne bool) ([]byte, error) {
+	return l.ReadWith(nil, offset, maxBytes, maxOffset, minOne)
+}
+
+// ReadWith is Read with the result buffer taken from alloc(n), which must
+// return a slice of length n (its contents are overwritten); nil means
+// make. Fetch passes pooled buffers so large reads are not zeroed first.
+func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int32, maxOffset int64, minOne bool) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return nil, ErrClosed
@@ -35,7 +42,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOne bool) (
 		if offset == leo || offset >= maxOffset {
 			return nil, nil
 		}
-		data, retry, err := l.read(offset, maxBytes, maxOffset, minOne)
+		data, retry, err := l.read(alloc, offset, maxBytes, maxOffset, minOne)
 		if retry || gen != l.truncGen.Load() {
 			// A segment went away or the log was truncated under us:
 			// look again at the new state.
@@ -57,14 +64,14 @@ func findSegment(segs []*segment, off int64) int {
 	return max(i-1, 0)
 }
 
-func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOne bool) (data []byte, retry bool, err error) {
+func (l *Log) read(alloc func(int) []byte, offset int64, maxBytes int32, maxOffset int64, minOne bool) (data []byte, retry bool, err error) {
 	segs := l.segments()
 	for i := findSegment(segs, offset); i < len(segs); i++ {
 		s := segs[i]
 		if !s.acquire() {
 			return nil, true, nil
 		}
-		data, done, err := s.read(offset, int64(maxBytes), maxOffset, minOne)
+		data, done, err := s.read(alloc, offset, int64(maxBytes), maxOffset, minOne)
 		s.release()
 		if err != nil {
 			if s.deleted.Load() {
@@ -81,7 +88,7 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOne bool) (
 
 // read reads from one segment; done is false when the segment holds nothing
 // at or after offset, so the caller tries the next one.
-func (s *segment) read(offset, maxBytes, maxOffset int64, minOne bool) (data []byte, done bool, err error) {
+func (s *segment) read(alloc func(int) []byte, offset, maxBytes, maxOffset int64, minOne bool) (data []byte, done bool, err error) {
 	size := s.size.Load()
 	r := newHeaderReader(s.f, size)
 	defer r.close()
@@ -117,7 +124,12 @@ func (s *segment) read(offset, maxBytes, maxOffset int64, minOne bool) (data []b
 	if end == start {
 		return nil, true, nil
 	}
-	buf := make([]byte, end-start)
+	var buf []byte
+	if alloc != nil {
+		buf = alloc(int(end - start))
+	} else {
+		buf = make([]byte, end-start)
+	}
 	if n, err := s.f.ReadAt(buf, start); n < len(buf) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF

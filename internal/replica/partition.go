@@ -246,15 +246,16 @@ type ReadResult struct {
 	LogEndOffset   int64
 }
 
-// Read returns committed batches from offset.
-func (p *Partition) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
+// Read returns committed batches from offset. alloc, when not nil,
+// provides the result buffer (see log.ReadWith).
+func (p *Partition) Read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (ReadResult, error) {
 	hw := p.hw.Load()
 	r := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
 	if offset > hw && offset <= r.LogEndOffset {
 		// Written but not yet durable: nothing to read yet, not an error.
 		return r, nil
 	}
-	data, err := p.log.Read(offset, maxBytes, hw, minOne)
+	data, err := p.log.ReadWith(alloc, offset, maxBytes, hw, minOne)
 	if err != nil {
 		return r, err
 	}

@@ -181,6 +181,8 @@ type Conn struct {
 	// Value is free for the handler to keep per-connection state in; only
 	// the read loop touches it.
 	Value any
+	// afterEncode runs after the current response is encoded; write loop only.
+	afterEncode []func()
 }
 
 type pending struct {
@@ -390,6 +392,7 @@ func (c *Conn) writeLoop() {
 		}
 		resp := p.reply()
 		if resp == nil {
+			c.runAfterEncode()
 			continue
 		}
 		resp.SetVersion(p.version)
@@ -402,6 +405,7 @@ func (c *Conn) writeLoop() {
 		}
 		buf = resp.AppendTo(buf)
 		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		c.runAfterEncode()
 		_, err := bw.Write(buf)
 		if cap(buf) <= maxPooledResp {
 			*bp = buf
@@ -429,7 +433,15 @@ func (c *Conn) writeLoop() {
 var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // maxPooledResp is the largest buffer returned to respBufs.
-const maxPooledResp = 16 << 20
+const maxPooledResp = 32 << 20
+
+func (c *Conn) runAfterEncode() {
+	for _, fn := range c.afterEncode {
+		fn()
+	}
+	clear(c.afterEncode)
+	c.afterEncode = c.afterEncode[:0]
+}
 
 // byteSem bounds bytes held across connections.
 type byteSem struct {
