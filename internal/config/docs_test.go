@@ -1,0 +1,125 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The settings tables of docs/configuration.md must match the code, so the
+// docs stay true when a setting is added, removed or changed.
+//
+// Format checked (the description column is free text and not checked):
+//
+//	## Broker settings
+//	| setting | default | dynamic | topic-level name | description |
+//	| `log.retention.ms` | `604800000` | yes | `retention.ms` | ... |
+//
+//	## Topic settings
+//	| setting | default | broker setting | description |
+//	| `retention.ms` | `604800000` | `log.retention.ms` | ... |
+//
+// An empty default is written (empty); a missing topic-level or broker name
+// is written —.
+
+const configDoc = "../../docs/configuration.md"
+
+func TestConfigurationDocListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile(configDoc)
+	if err != nil {
+		t.Fatalf("reading %s: %v", configDoc, err)
+	}
+	doc := string(b)
+	broker := docTable(doc, "## Broker settings")
+	topic := docTable(doc, "## Topic settings")
+
+	for _, d := range BrokerDefs() {
+		want := []string{code(d.Name), docDefault(d.Default), yesNo(d.Dynamic), nameOrDash(d.Topic)}
+		checkRow(t, "Broker settings", broker, d, want)
+	}
+	for _, d := range TopicDefs() {
+		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
+		checkRow(t, "Topic settings", topic, d, want)
+	}
+	for name := range broker {
+		if _, ok := LookupBroker(name); !ok {
+			t.Errorf("%s: section \"Broker settings\" documents %q, which is not a broker setting (config.BrokerDefs)", configDoc, name)
+		}
+	}
+	for name := range topic {
+		if _, ok := LookupTopic(name); !ok {
+			t.Errorf("%s: section \"Topic settings\" documents %q, which is not a topic setting (config.TopicDefs)", configDoc, name)
+		}
+	}
+	if !strings.Contains(doc, "BERTH_LOG_LEVEL") {
+		t.Errorf("%s does not mention BERTH_LOG_LEVEL", configDoc)
+	}
+}
+
+func checkRow(t *testing.T, section string, rows map[string][]string, d Def, want []string) {
+	t.Helper()
+	row := "| " + strings.Join(want, " | ") + " | " + d.Doc + " |"
+	got, ok := rows[d.Name]
+	if !ok {
+		t.Errorf("%s: section %q has no row for %s; add:\n%s", configDoc, section, d.Name, row)
+		return
+	}
+	if len(got) < len(want)+1 {
+		t.Errorf("%s: section %q: row for %s has %d columns, want %d (the last a description)", configDoc, section, d.Name, len(got), len(want)+1)
+		return
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: section %q: row for %s: column %d is %q, want %q; the row should start:\n%s",
+				configDoc, section, d.Name, i+1, got[i], want[i], "| "+strings.Join(want, " | ")+" |")
+		}
+	}
+}
+
+// docTable returns the table rows (by setting name, without backquotes)
+// between heading and the next "## " heading.
+func docTable(doc, heading string) map[string][]string {
+	rows := map[string][]string{}
+	in := false
+	for _, line := range strings.Split(doc, "\n") {
+		switch {
+		case line == heading:
+			in = true
+			continue
+		case strings.HasPrefix(line, "## "):
+			in = false
+		}
+		if !in || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows[strings.Trim(cells[0], "`")] = cells
+	}
+	return rows
+}
+
+func code(s string) string { return "`" + s + "`" }
+
+func docDefault(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return code(s)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func nameOrDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return code(s)
+}
