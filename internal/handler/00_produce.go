@@ -27,6 +27,7 @@ func init() { register(0, 3, 13, (*Broker).produce) }
 type produceWait struct {
 	p       *replica.Partition
 	durable int64
+	gen     uint64
 	out     *kmsg.ProduceResponseTopicPartition
 }
 
@@ -75,7 +76,7 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 				continue
 			}
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-			waits = append(waits, produceWait{p: p, durable: res.Durable, out: sp})
+			waits = append(waits, produceWait{p: p, durable: res.Durable, gen: res.Gen, out: sp})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -89,7 +90,7 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 	deadline := time.Now().Add(timeout)
 	return func() kmsg.Response {
 		for _, w := range waits {
-			if err := w.p.WaitDurable(w.durable, deadline); err != nil {
+			if err := w.p.WaitDurable(w.durable, w.gen, deadline); err != nil {
 				w.out.ErrorCode = code(err)
 				w.out.BaseOffset = -1
 				if r.Version >= 8 {

@@ -127,6 +127,9 @@ func (m *Manager) Close() error {
 }
 
 func (m *Manager) closePartition(p *Partition) error {
+	if err := p.flush(); err == nil {
+		_, _ = p.log.Sync()
+	}
 	p.snapshotProducers(true)
 	p.closed.Store(true)
 	p.notify()
@@ -254,6 +257,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	leo := l.LogEndOffset()
 	p.hw.Store(leo)
 	p.synced.Store(leo)
+	p.nextOffset = leo
 	if err := p.loadProducers(); err != nil {
 		m.log.Warn("rebuilding producer state", "topic", topic, "partition", mp.Index, "err", err)
 	}
@@ -383,6 +387,9 @@ func (m *Manager) syncRound() {
 			return
 		}
 		start := time.Now()
+		if err := p.flush(); err != nil {
+			return // producers of the dropped batches get an error
+		}
 		off, err := p.log.Sync()
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))

@@ -30,9 +30,16 @@ var (
 // Partition is one replica of a topic partition. Today every partition is
 // a leader with one replica; the cluster issue adds followers.
 //
-// Locking: appendMu owns the append path (producer state and log appends in
-// order). The high watermark is an atomic written only by the syncer. The
-// waiters set has its own small mutex, never held while taking appendMu.
+// Locking: appendMu owns the append path (producer state, offset
+// assignment and the staged batches, in order). The high watermark is an
+// atomic written only by the syncer. The waiters set has its own small
+// mutex, never held while taking appendMu.
+//
+// With durability.mode=fsync, Append does not write: it assigns offsets and
+// stages the batch; the syncer writes everything staged since the last
+// round in a few large writes and then fsyncs (write-behind group commit).
+// Nobody reads staged data: reads stop at the high watermark, which only
+// moves past data that is written and synced.
 type Partition struct {
 	Topic   string
 	TopicID [16]byte
@@ -45,6 +52,13 @@ type Partition struct {
 	appendMu  sync.Mutex
 	producers *producerState
 	prodDirty bool
+	// nextOffset is the offset the next staged record gets (fsync mode).
+	nextOffset int64
+	// staged holds appended batches not yet written to the log, in order.
+	staged [][]byte
+	// gen changes when staged batches are dropped after a failed write, so
+	// their producers get an error instead of a later record's ack.
+	gen atomic.Uint64
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64 // high watermark: what consumers may read and acks wait for
@@ -54,6 +68,8 @@ type Partition struct {
 	closed      atomic.Bool
 
 	cfg atomic.Pointer[TopicConfig]
+
+	flushBuf []byte // syncer only
 
 	wmu     sync.Mutex // guards waiters
 	waiters map[*Waiter]struct{}
@@ -113,6 +129,8 @@ type AppendResult struct {
 	Durable   int64
 	Duplicate bool
 	Records   int
+	// Gen is the staging generation to pass to WaitDurable.
+	Gen uint64
 }
 
 // Append validates and appends one partition's produce data. It runs in
@@ -155,6 +173,7 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	res.Gen = p.gen.Load()
 	if idem {
 		dup, err := p.producers.check(h)
 		if err != nil {
@@ -167,6 +186,22 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 			res.LogStartOffset = p.log.LogStartOffset()
 			return res, nil
 		}
+	}
+	if p.mgr.cfg.Fsync {
+		// Stage: the syncer writes and fsyncs it with everything else
+		// appended in this round.
+		base := p.nextOffset
+		p.nextOffset += int64(v.Records)
+		p.staged = append(p.staged, data)
+		if idem {
+			p.producers.update(h, base, now)
+			p.prodDirty = true
+		}
+		res.BaseOffset = base
+		res.Durable = p.nextOffset
+		res.LogStartOffset = p.log.LogStartOffset()
+		p.mgr.markDirty(p)
+		return res, nil
 	}
 	ar, err := p.log.Append(data, p.leaderEpoch.Load())
 	if err != nil {
@@ -185,8 +220,80 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 	res.BaseOffset = ar.FirstOffset
 	res.Durable = ar.LogEndOffset
 	res.LogStartOffset = p.log.LogStartOffset()
+	p.nextOffset = ar.LogEndOffset
 	p.mgr.markDirty(p)
 	return res, nil
+}
+
+// maxFlushChunk bounds one write of staged batches.
+const maxFlushChunk = 4 << 20
+
+// flush writes the staged batches to the log, a few large writes instead
+// of one per produce request. It runs on the syncer, one round at a time,
+// so staged batches reach the log in order. On a failed write every staged
+// batch is dropped and its producers get an error; offsets and producer
+// state are rebuilt from the log.
+func (p *Partition) flush() error {
+	p.appendMu.Lock()
+	staged := p.staged
+	p.staged = nil
+	p.appendMu.Unlock()
+	if len(staged) == 0 {
+		return nil
+	}
+	epoch := p.leaderEpoch.Load()
+	limit := int(p.cfg.Load().Log.SegmentBytes)
+	if limit > maxFlushChunk || limit <= 0 {
+		limit = maxFlushChunk
+	}
+	buf := p.flushBuf[:0]
+	var err error
+	for i, b := range staged {
+		if len(buf) > 0 && len(buf)+len(b) > limit {
+			if _, err = p.log.Append(buf, epoch); err != nil {
+				break
+			}
+			buf = buf[:0]
+		}
+		if len(buf) == 0 && (len(b) >= limit || i == len(staged)-1) {
+			// Large or last alone: write it without copying.
+			if _, err = p.log.Append(b, epoch); err != nil {
+				break
+			}
+			continue
+		}
+		buf = append(buf, b...)
+	}
+	if err == nil && len(buf) > 0 {
+		_, err = p.log.Append(buf, epoch)
+	}
+	if cap(buf) <= 2*maxFlushChunk {
+		p.flushBuf = buf[:0]
+	}
+	if err != nil {
+		p.dropStaged(err)
+	}
+	return err
+}
+
+// dropStaged forgets staged batches after a failed write.
+func (p *Partition) dropStaged(cause error) {
+	p.appendMu.Lock()
+	p.gen.Add(1)
+	p.staged = nil
+	p.nextOffset = p.log.LogEndOffset()
+	p.producers = newProducerState()
+	if err := p.loadProducers(); err != nil {
+		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
+	p.appendMu.Unlock()
+	if errors.Is(cause, blog.ErrDiskFull) {
+		p.logg.Error("write refused: disk full; unacknowledged records dropped, writes resume when space returns",
+			"topic", p.Topic, "partition", p.Index, "err", cause)
+	} else {
+		p.logg.Error("write failed; unacknowledged records dropped", "topic", p.Topic, "partition", p.Index, "err", cause)
+	}
+	p.notify()
 }
 
 // synced is called by the syncer after an fsync up to off.
@@ -210,8 +317,12 @@ func (p *Partition) fail(err error) {
 }
 
 // WaitDurable blocks until the high watermark reaches off, the partition
-// fails, or the deadline passes.
-func (p *Partition) WaitDurable(off int64, deadline time.Time) error {
+// fails, the staged write of generation gen is dropped, or the deadline
+// passes.
+func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time) error {
+	if p.gen.Load() != gen {
+		return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
+	}
 	if p.hw.Load() >= off {
 		return nil
 	}
@@ -221,6 +332,9 @@ func (p *Partition) WaitDurable(off int64, deadline time.Time) error {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
+		if p.gen.Load() != gen {
+			return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
+		}
 		if p.hw.Load() >= off {
 			return nil
 		}
@@ -331,6 +445,11 @@ func (p *Partition) snapshotProducers(force bool) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !p.prodDirty && !force {
+		return
+	}
+	if len(p.staged) > 0 {
+		// The state covers batches not in the log yet; a snapshot of it
+		// could make a retry look like a duplicate of a lost batch.
 		return
 	}
 	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
