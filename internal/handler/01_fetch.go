@@ -31,6 +31,14 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 	r := req.Body.(*kmsg.FetchRequest)
 	conn := req.Conn
 	return func() kmsg.Response {
+		return fetchResponse{b.longPoll(r, conn)}
+	}, nil
+}
+
+// longPoll answers a fetch once MinBytes are there, an error shows or
+// MaxWaitMillis pass.
+func (b *Broker) longPoll(r *kmsg.FetchRequest, conn *server.Conn) *kmsg.FetchResponse {
+	{
 		if r.SessionID != 0 {
 			// We never hand out session ids, so any id is unknown.
 			resp := r.ResponseKind().(*kmsg.FetchResponse)
@@ -83,7 +91,7 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 				return resp
 			}
 		}
-	}, nil
+	}
 }
 
 // readFetch reads every requested partition once. It returns the response,

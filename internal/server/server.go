@@ -403,10 +403,23 @@ func (c *Conn) writeLoop() {
 		if p.flexible && p.key != 18 { // ApiVersions responses always use header v0
 			buf = append(buf, 0)
 		}
+		var err error
+		if vr, ok := resp.(Vectored); ok {
+			if vec, ok := vr.AppendVector(buf); ok {
+				err = c.writeVector(bw, vec)
+				c.runAfterEncode()
+				respBufs.Put(bp) // written: its bytes may be reused now
+				if err != nil {
+					broken = true
+					c.close()
+				}
+				continue
+			}
+		}
 		buf = resp.AppendTo(buf)
 		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 		c.runAfterEncode()
-		_, err := bw.Write(buf)
+		_, err = bw.Write(buf)
 		if cap(buf) <= maxPooledResp {
 			*bp = buf
 			respBufs.Put(bp)
@@ -434,6 +447,40 @@ var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return 
 
 // maxPooledResp is the largest buffer returned to respBufs.
 const maxPooledResp = 32 << 20
+
+// Vectored is a response that can encode itself as several buffers, so
+// large byte fields (Fetch record batches) are written with writev
+// instead of being copied into one buffer. AppendVector returns false to
+// fall back to AppendTo.
+type Vectored interface {
+	AppendVector(hdr []byte) (net.Buffers, bool)
+}
+
+// writeVector writes a response given as buffers, the first of which
+// starts with the 4-byte size placeholder.
+func (c *Conn) writeVector(bw *bufio.Writer, vec net.Buffers) error {
+	n := 0
+	for _, b := range vec {
+		n += len(b)
+	}
+	binary.BigEndian.PutUint32(vec[0], uint32(n-4))
+	if n < 64<<10 {
+		for _, b := range vec {
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+		}
+		if len(c.out) == 0 {
+			return bw.Flush()
+		}
+		return nil
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := vec.WriteTo(c.nc)
+	return err
+}
 
 func (c *Conn) runAfterEncode() {
 	for _, fn := range c.afterEncode {
