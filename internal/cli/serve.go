@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +27,12 @@ See docs/configuration.md for the full list.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := config.Defaults()
 			if file != "" {
-				if err := cfg.LoadFile(file); err != nil {
+				ignored, err := cfg.LoadFile(file)
+				if err != nil {
 					return err
+				}
+				if len(ignored) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: ignoring settings Berth does not use: %s\n", file, strings.Join(ignored, ", "))
 				}
 			}
 			if err := cfg.LoadEnv(os.Environ()); err != nil {

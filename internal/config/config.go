@@ -274,11 +274,16 @@ func (c *Config) All() map[string]string {
 	return out
 }
 
+// aliases maps Kafka names Berth reads as its own.
+var aliases = map[string]string{"broker.id": "node.id"}
+
 // LoadFile reads a Kafka-style properties file (key=value, # comments).
-func (c *Config) LoadFile(path string) error {
+// Keys Berth does not know are returned in ignored rather than failing, so
+// a stock Kafka server.properties loads; bad values of known keys fail.
+func (c *Config) LoadFile(path string) (ignored []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -291,13 +296,21 @@ func (c *Config) LoadFile(path string) error {
 		}
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
-			return fmt.Errorf("%s:%d: expected key=value", path, line)
+			return ignored, fmt.Errorf("%s:%d: expected key=value", path, line)
 		}
-		if err := c.Set(strings.TrimSpace(k), strings.TrimSpace(v), SourceFile); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, line, err)
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if a, ok := aliases[k]; ok {
+			k = a
+		}
+		if _, known := LookupBroker(k); !known {
+			ignored = append(ignored, k)
+			continue
+		}
+		if err := c.Set(k, v, SourceFile); err != nil {
+			return ignored, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
-	return sc.Err()
+	return ignored, sc.Err()
 }
 
 // EnvName is the environment variable for a setting: BERTH_LOG_DIRS.

@@ -247,6 +247,7 @@ func (p *Partition) flush() error {
 		limit = maxFlushChunk
 	}
 	buf := p.flushBuf[:0]
+	start := p.log.LogEndOffset()
 	var err error
 	for i, b := range staged {
 		if len(buf) > 0 && len(buf)+len(b) > limit {
@@ -271,6 +272,11 @@ func (p *Partition) flush() error {
 		p.flushBuf = buf[:0]
 	}
 	if err != nil {
+		// Take back what this round did write, so no record whose
+		// producer is told "failed" stays in the log.
+		if terr := p.log.Truncate(start); terr != nil {
+			p.fail(fmt.Errorf("undoing a failed write: %w", terr))
+		}
 		p.dropStaged(err)
 	}
 	return err
@@ -444,6 +450,10 @@ func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
 func (p *Partition) snapshotProducers(force bool) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
+	if p.producers.expire(cutoff) {
+		p.prodDirty = true
+	}
 	if !p.prodDirty && !force {
 		return
 	}
@@ -452,8 +462,6 @@ func (p *Partition) snapshotProducers(force bool) {
 		// could make a retry look like a duplicate of a lost batch.
 		return
 	}
-	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
-	p.producers.expire(cutoff)
 	b, err := p.producers.marshal()
 	if err == nil {
 		err = p.log.SaveProducerSnapshot(p.log.LogEndOffset(), b)

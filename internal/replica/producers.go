@@ -49,11 +49,9 @@ func newProducerState() *producerState { return &producerState{m: map[int64]*pro
 func (ps *producerState) check(h *batch.Header) (*batchMeta, error) {
 	e := ps.m[h.ProducerID]
 	if e == nil {
-		// An unknown producer must start at sequence 0. (Kafka answers the
-		// same for a producer whose state expired.)
-		if h.BaseSequence != 0 {
-			return nil, fmt.Errorf("%w: first batch of producer %d has sequence %d, want 0", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence)
-		}
+		// An unknown producer may start at any sequence, as in Kafka 2.5+
+		// (KIP-360): its state may have expired (producer.id.expiration.ms)
+		// or been removed with the records that carried it.
 		return nil, nil
 	}
 	if h.ProducerEpoch < e.Epoch {
@@ -126,13 +124,16 @@ func (ps *producerState) truncate(offset int64) {
 	}
 }
 
-// expire drops producers idle since before cutoff (ms).
-func (ps *producerState) expire(cutoff int64) {
+// expire drops producers idle since before cutoff (ms) and reports
+// whether any went.
+func (ps *producerState) expire(cutoff int64) bool {
+	n := len(ps.m)
 	for id, e := range ps.m {
 		if e.LastSeen < cutoff {
 			delete(ps.m, id)
 		}
 	}
+	return len(ps.m) != n
 }
 
 func (ps *producerState) marshal() ([]byte, error) { return json.Marshal(ps.m) }

@@ -1,0 +1,73 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A stock Kafka server.properties loads: known keys apply (broker.id is
+// node.id), unknown ones are reported, bad values fail; the environment
+// beats the file and flags beat both.
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.properties")
+	props := "# Kafka's sample\nbroker.id=7\nnum.network.threads=3\nlog.dirs=/from/file\nnum.partitions=4\nzookeeper.connect=localhost:2181\n"
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Defaults()
+	ignored, err := c.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ignored, ",") != "num.network.threads,zookeeper.connect" {
+		t.Fatalf("ignored %v", ignored)
+	}
+	if c.Int("node.id") != 7 || c.Get("log.dirs") != "/from/file" || c.Int("num.partitions") != 4 {
+		t.Fatalf("file values not applied: %v", c.All())
+	}
+	if err := c.LoadEnv([]string{"BERTH_LOG_DIRS=/from/env", "BERTH_NUM_PARTITIONS=5", "PATH=/bin"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Get("log.dirs") != "/from/env" || c.Int("num.partitions") != 5 {
+		t.Fatalf("env did not win: %v", c.All())
+	}
+	if err := c.Set("num.partitions", "6", SourceFlag); err != nil || c.Int("num.partitions") != 6 {
+		t.Fatalf("flag did not win: %v", err)
+	}
+	if err := c.LoadEnv([]string{"BERTH_NUM_PARTITIONS=zero"}); err == nil {
+		t.Fatal("a non-numeric num.partitions from the environment was accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.properties")
+	os.WriteFile(bad, []byte("num.partitions=-3\n"), 0o644)
+	if _, err := Defaults().LoadFile(bad); err == nil || !strings.Contains(err.Error(), "bad.properties:1") {
+		t.Fatalf("bad value: %v", err)
+	}
+}
+
+// Topic settings resolve: topic override, dynamic broker default, static
+// broker setting, built-in default.
+func TestResolveTopic(t *testing.T) {
+	c := Defaults()
+	if v, src := c.ResolveTopic("retention.ms", nil, nil); v != "604800000" || src != FromDefault {
+		t.Fatalf("default: %s %d", v, src)
+	}
+	c.Set("log.retention.ms", "1000", SourceFlag)
+	if v, src := c.ResolveTopic("retention.ms", nil, nil); v != "1000" || src != FromStaticBroker {
+		t.Fatalf("static: %s %d", v, src)
+	}
+	if v, src := c.ResolveTopic("retention.ms", nil, map[string]string{"log.retention.ms": "2000"}); v != "2000" || src != FromDynamicBroker {
+		t.Fatalf("dynamic: %s %d", v, src)
+	}
+	if v, src := c.ResolveTopic("retention.ms", map[string]string{"retention.ms": "3000"}, map[string]string{"log.retention.ms": "2000"}); v != "3000" || src != FromTopic {
+		t.Fatalf("topic: %s %d", v, src)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set("listeners", "SASL_SSL://127.0.0.1:9093", SourceFlag)
+	if err := c.Validate(); err == nil {
+		t.Fatal("SASL_SSL listener accepted")
+	}
+}
