@@ -25,8 +25,16 @@ func (n *Node) startHTTP(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := n.ctrl.Err(); err != nil {
+			http.Error(w, "metadata controller stopped: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if n.replicas.DiskLow() {
 			http.Error(w, "log directory nearly full: produce refused", http.StatusServiceUnavailable)
+			return
+		}
+		if failed := n.replicas.Failed(); len(failed) > 0 {
+			http.Error(w, fmt.Sprintf("partitions refusing writes after an fsync failure (restart to recover): %v", failed), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

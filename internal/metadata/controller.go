@@ -627,3 +627,13 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	c.notify()
 	return nil
 }
+
+// Err reports why the controller stopped serving, or nil while it runs.
+func (c *Controller) Err() error {
+	select {
+	case <-c.donec:
+		return c.loopErr()
+	default:
+		return nil
+	}
+}

@@ -165,6 +165,18 @@ func (m *Manager) All() []*Partition {
 	return out
 }
 
+// Failed lists partitions ("topic-N") that refuse writes after an fsync
+// failure.
+func (m *Manager) Failed() []string {
+	var out []string
+	for _, p := range m.All() {
+		if p.failed.Load() != nil {
+			out = append(out, dirName(p.Topic, p.Index))
+		}
+	}
+	return out
+}
+
 // DiskLow reports whether writes are refused for lack of space.
 func (m *Manager) DiskLow() bool { return m.diskLow.Load() }
 
