@@ -177,7 +177,8 @@ func Validate(data []byte, lim Limits, scratch *Scratch) (Validated, error) {
 		if lim.LogAppendTime {
 			binary.BigEndian.PutUint16(b[21:], uint16(h.Attributes|AttrLogAppendTime))
 			binary.BigEndian.PutUint64(b[35:], uint64(lim.Now))
-			binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crcTable))
+			h.CRC = crc32.Checksum(b[21:], crcTable)
+			binary.BigEndian.PutUint32(b[17:], h.CRC)
 			h.Attributes |= AttrLogAppendTime
 			h.MaxTimestamp = lim.Now
 		}

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -48,8 +49,11 @@ func (s *Scratch) decompress(codec int, src []byte) ([]byte, error) {
 	}
 	out, err := s.decode(codec, src)
 	if err != nil {
-		if err == ErrUnsupportedCodec || err == ErrInvalidRecord {
+		if errors.Is(err, ErrUnsupportedCodec) || errors.Is(err, ErrInvalidRecord) {
 			return nil, err
+		}
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, fmt.Errorf("%w: decompresses to more than %d bytes", ErrInvalidRecord, MaxDecompressed)
 		}
 		return nil, fmt.Errorf("%w: cannot decompress: %v", ErrCorrupt, err)
 	}
