@@ -1,0 +1,241 @@
+package group
+
+// DeleteGroups (versions 0-3), DescribeGroups (0-6), ListGroups (0-5) and
+// the snapshots for metrics and the CLI.
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups serves a DeleteGroups request: only Empty groups are
+// deleted, by tombstones for the group and all its offsets. respond is
+// called once every deletion is durable (or failed).
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*kmsg.DeleteGroupsResponse)) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	var (
+		mu      sync.Mutex // guards resp's codes and waiting
+		waiting = 1        // this call plus one per write
+	)
+	finish := func() {
+		mu.Lock()
+		waiting--
+		last := waiting == 0
+		mu.Unlock()
+		if last {
+			respond(resp)
+		}
+	}
+	for i, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		resp.Groups = append(resp.Groups, rg)
+		g, code := c.acquire(id, false)
+		if code != 0 || g == nil {
+			if code == 0 {
+				code = kerr.GroupIDNotFound.Code
+			}
+			resp.Groups[i].ErrorCode = code
+			continue
+		}
+		var f fx
+		switch g.state {
+		case stateDead:
+			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
+		case stateEmpty:
+			recs := c.deleteGroup(g)
+			mu.Lock()
+			waiting++
+			mu.Unlock()
+			i := i
+			c.write(g.partition, recs, func(err error) {
+				g.mu.Lock()
+				g.deleting = false
+				if err != nil {
+					// Not deleted after all.
+					c.log.Warn("writing group tombstones failed", "group", g.id, "err", err)
+					if g.state == stateDead && !g.removed {
+						g.state = stateEmpty
+					}
+				}
+				g.mu.Unlock()
+				if err == nil {
+					c.reap(g)
+				}
+				mu.Lock()
+				if err != nil {
+					resp.Groups[i].ErrorCode = storeErrorCode(err, false)
+				}
+				mu.Unlock()
+				finish()
+			})
+		default:
+			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
+		}
+		c.release(g, &f)
+	}
+	finish()
+}
+
+// deleteGroup marks g Dead until its tombstones are durable, and returns
+// them: one per offset (including commits still in flight) and the
+// group's.
+func (c *Coordinator) deleteGroup(g *group) []Record {
+	g.state = stateDead
+	g.deleting = true
+	tps := make(map[topicPartition]bool)
+	for tp := range g.offsets {
+		tps[tp] = true
+	}
+	for tp := range g.pendingCommits {
+		tps[tp] = true
+	}
+	var recs []Record
+	for _, tp := range slices.SortedFunc(maps.Keys(tps), compareTP) {
+		recs = append(recs, offsetTombstone(g.id, tp))
+	}
+	c.log.Info("deleting group", "group", g.id, "offsets", len(tps))
+	return append(recs, groupTombstone(g.id))
+}
+
+// DescribeGroups serves a DescribeGroups request. Members carry their
+// metadata and assignment only while the group is Stable, as in Kafka.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		g, code := c.acquire(id, false)
+		switch {
+		case code != 0:
+			rg.ErrorCode = code
+		case g == nil:
+			rg.State = stateDead.String()
+			if req.Version >= 6 { // KIP-1043
+				rg.ErrorCode = kerr.GroupIDNotFound.Code
+			}
+		default:
+			rg.State = g.state.String()
+			rg.ProtocolType = g.protocolType
+			stable := g.state == stateStable
+			if stable {
+				rg.Protocol = g.protocol
+			}
+			for _, m := range g.ordered() {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID, rm.InstanceID = m.id, m.instanceID
+				rm.ClientID, rm.ClientHost = m.clientID, m.clientHost
+				if stable {
+					rm.ProtocolMetadata = m.metadataFor(g.protocol)
+					rm.MemberAssignment = m.assignment
+				}
+				rg.Members = append(rg.Members, rm)
+			}
+			g.mu.Unlock()
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+// ListGroups serves a ListGroups request: the groups of the loaded
+// partitions, filtered by state (v4+) and type (v5+, all ours are
+// "classic"). While a partition loads the answer carries
+// COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
+	if req.Version >= 5 && !matches(req.TypesFilter, "classic") {
+		return resp
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ps := range c.parts {
+		if ps.loading {
+			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
+		g := c.groups[id]
+		g.mu.Lock()
+		st, pt := g.state, g.protocolType
+		g.mu.Unlock()
+		if st == stateDead || (req.Version >= 4 && !matches(req.StatesFilter, st.String())) {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, pt, st.String(), "classic"
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+// CommittedOffset is one committed offset, for lag metrics and `berth
+// group describe`.
+type CommittedOffset struct {
+	Group, Topic string
+	Partition    int32
+	Offset       int64
+	Metadata     string
+	LeaderEpoch  int32
+}
+
+// Committed is a snapshot of every committed offset of the loaded groups,
+// sorted by group, topic and partition.
+func (c *Coordinator) Committed() []CommittedOffset {
+	var out []CommittedOffset
+	for _, g := range c.snapshot() {
+		g.mu.Lock()
+		if g.state != stateDead {
+			for tp, o := range g.offsets {
+				out = append(out, CommittedOffset{Group: g.id, Topic: tp.topic, Partition: tp.partition, Offset: o.offset, Metadata: o.metadata, LeaderEpoch: o.leaderEpoch})
+			}
+		}
+		g.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b CommittedOffset) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// GroupInfo summarises one group.
+type GroupInfo struct {
+	ID, State, ProtocolType, Protocol string
+	Generation                        int32
+	Members                           int
+	Rebalances                        int64 // times it entered PreparingRebalance since loaded
+}
+
+// Groups is a snapshot of the loaded groups, sorted by id.
+func (c *Coordinator) Groups() []GroupInfo {
+	var out []GroupInfo
+	for _, g := range c.snapshot() {
+		g.mu.Lock()
+		if g.state != stateDead {
+			out = append(out, GroupInfo{ID: g.id, State: g.state.String(), ProtocolType: g.protocolType, Protocol: g.protocol,
+				Generation: g.generation, Members: len(g.members), Rebalances: g.rebalances})
+		}
+		g.mu.Unlock()
+	}
+	return out
+}
+
+// snapshot lists the groups in the map, sorted by id.
+func (c *Coordinator) snapshot() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
+		gs = append(gs, c.groups[id])
+	}
+	return gs
+}

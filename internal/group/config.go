@@ -1,0 +1,93 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Coordinator. Field comments name the Kafka setting.
+type Config struct {
+	MinSessionTimeout      time.Duration // group.min.session.timeout.ms, default 6s
+	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms, default 30m
+	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms, default 3s
+	MaxGroupSize           int           // group.max.size, default unlimited (0)
+	OffsetsRetention       time.Duration // offsets.retention.minutes, default 7 days
+	OffsetsTopicPartitions int32         // offsets.topic.num.partitions, default 50
+
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms
+	// (default 10m): how often Tick looks for expired offsets and empty
+	// groups without offsets to delete.
+	OffsetsRetentionCheckInterval time.Duration
+	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
+	MaxMetadataBytes int
+
+	// Now is the clock (default time.Now). Timers are driven by Tick, so
+	// tests pass a fake clock and call Tick themselves.
+	Now func() time.Time
+	// NewMemberID makes a member id for a client (default clientID + "-" +
+	// a random UUID, as Kafka). Tests make ids deterministic with it.
+	NewMemberID func(clientID string) string
+	Logger      *slog.Logger
+}
+
+// Defaults fills zero fields with Kafka's defaults.
+func (c *Config) Defaults() {
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsTopicPartitions == 0 {
+		c.OffsetsTopicPartitions = 50
+	}
+	if c.OffsetsRetentionCheckInterval == 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = 4096
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.NewMemberID == nil {
+		c.NewMemberID = func(clientID string) string { return clientID + "-" + newUUID() }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports settings Kafka would refuse. A negative
+// InitialRebalanceDelay is not representable (0 means the default); to
+// disable the delay use a tiny value such as time.Nanosecond.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout {
+		errs = append(errs, fmt.Errorf("group.max.session.timeout.ms (%v) below group.min.session.timeout.ms (%v)", c.MaxSessionTimeout, c.MinSessionTimeout))
+	}
+	if c.InitialRebalanceDelay < 0 {
+		errs = append(errs, fmt.Errorf("group.initial.rebalance.delay.ms negative"))
+	}
+	if c.MaxGroupSize < 0 {
+		errs = append(errs, fmt.Errorf("group.max.size negative"))
+	}
+	if c.OffsetsRetention < 0 {
+		errs = append(errs, fmt.Errorf("offsets.retention.minutes negative"))
+	}
+	if c.OffsetsTopicPartitions < 0 {
+		errs = append(errs, fmt.Errorf("offsets.topic.num.partitions must be positive"))
+	}
+	if c.MaxMetadataBytes < 0 {
+		errs = append(errs, fmt.Errorf("offset.metadata.max.bytes negative"))
+	}
+	return errors.Join(errs...)
+}
