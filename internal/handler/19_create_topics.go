@@ -45,11 +45,14 @@ func (b *Broker) createTopics(ctx context.Context, req *server.Request) (server.
 			}
 		}
 		for _, a := range rt.ReplicaAssignment {
+			if a.Partition < 0 || int(a.Partition) >= len(rt.ReplicaAssignment) {
+				// Partitions are numbered 0..n-1: this one leaves a gap
+				// (and must not size the slice below).
+				spec.assignment = [][]int32{nil}
+				break
+			}
 			for int(a.Partition) >= len(spec.assignment) {
 				spec.assignment = append(spec.assignment, nil)
-			}
-			if a.Partition < 0 {
-				continue
 			}
 			spec.assignment[a.Partition] = a.Replicas
 		}

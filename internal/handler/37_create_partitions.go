@@ -41,6 +41,11 @@ func (b *Broker) addPartitions(ctx context.Context, rt kmsg.CreatePartitionsRequ
 	if rt.Count <= cur {
 		return fmt.Errorf("%w: topic %q has %d partitions; the new count must be larger (partitions cannot be removed)", kerr.InvalidPartitions, rt.Topic, cur)
 	}
+	if rt.Count > 100000 {
+		// The bound CreateTopics applies; it also keeps the count from
+		// sizing an allocation (assignReplicas) a client can make huge.
+		return fmt.Errorf("%w: %d partitions is more than the 100000 a topic may have", kerr.InvalidPartitions, rt.Count)
+	}
 	add := rt.Count - cur
 	var replicas [][]int32
 	if len(rt.Assignment) > 0 {
