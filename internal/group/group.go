@@ -384,6 +384,9 @@ func (c *Coordinator) prepareRebalance(g *group, reason string, now time.Time, f
 	c.log.Info("preparing to rebalance group", "group", g.id, "generation", g.generation, "reason", reason)
 	g.transition(statePreparingRebalance, now)
 	g.rebalances++
+	// Like Kafka's DelayedJoin, try to complete at once: a group whose
+	// last member left has nobody to wait for.
+	c.maybeCompleteJoin(g, now, f)
 }
 
 // maybeCompleteJoin completes the join phase once every member rejoined
@@ -548,11 +551,22 @@ func (c *Coordinator) removeMember(g *group, m *member, reason string, now time.
 	}
 }
 
+// newMemberJoinTimeout bounds how long a new member's first join may wait
+// (Kafka's GroupCoordinator.NewMemberJoinTimeoutMs), should the
+// rebalance drag on (a KIP-394 id outstanding, say).
+const newMemberJoinTimeout = 5 * time.Minute
+
 // expired reports whether m's session ran out; members waiting on a join
 // or a sync are kept alive by the rebalance timeouts instead (Kafka's
-// hasSatisfiedHeartbeat).
+// hasSatisfiedHeartbeat), except new members, which get
+// newMemberJoinTimeout.
 func (m *member) expired(now time.Time) bool {
-	if m.joinReply != nil && !m.isNew || m.syncReply != nil {
+	switch {
+	case m.syncReply != nil:
+		return false
+	case m.joinReply != nil && m.isNew:
+		return !now.Before(m.lastHeartbeat.Add(newMemberJoinTimeout))
+	case m.joinReply != nil:
 		return false
 	}
 	return !now.Before(m.lastHeartbeat.Add(m.sessionTimeout))

@@ -217,6 +217,14 @@ func (h *harness) gen(d *datadriven.TestData, alias string, def int32) int32 {
 
 func ptr(s string) *string { return &s }
 
+// short quotes s, or gives its length when long.
+func short(s string) string {
+	if len(s) > 16 {
+		return fmt.Sprintf("<%d bytes>", len(s))
+	}
+	return strconv.Quote(s)
+}
+
 func subscription(topics []string) []byte {
 	m := kmsg.NewConsumerMemberMetadata()
 	m.Topics = topics
@@ -464,6 +472,9 @@ func (h *harness) join(d *datadriven.TestData) {
 	if protos == nil {
 		protos = []string{"range"}
 	}
+	if d.HasArg("noprotocols") {
+		protos = nil
+	}
 	for _, p := range protos {
 		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: p, Metadata: subscription(topics)})
 	}
@@ -594,6 +605,9 @@ func (h *harness) commit(d *datadriven.TestData) {
 	if d.HasArg("instance") {
 		req.InstanceID = ptr(h.arg(d, "instance", ""))
 	}
+	if d.HasArg("retention") {
+		req.RetentionTimeMillis = h.dur(d, "retention", "0s").Milliseconds()
+	}
 	meta := h.arg(d, "meta", "")
 	if n := h.int(d, "meta-bytes", 0); n > 0 {
 		meta = strings.Repeat("x", n)
@@ -663,7 +677,7 @@ func (h *harness) fetch(d *datadriven.TestData) {
 			s += fmt.Sprintf("@%d", epoch)
 		}
 		if meta != nil && *meta != "" {
-			s += fmt.Sprintf("(%q)", *meta)
+			s += "(" + short(*meta) + ")"
 		}
 		if ec != 0 {
 			s += ":" + code(ec)
@@ -727,7 +741,7 @@ func (h *harness) printState(d *datadriven.TestData) {
 		}
 		for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), compareTP) {
 			o := g.offsets[tp]
-			h.printf("  offset %s/%d=%d epoch=%d meta=%q committed=+%s", tp.topic, tp.partition, o.offset, o.leaderEpoch, o.metadata, time.UnixMilli(o.commitMillis).Sub(epoch))
+			h.printf("  offset %s/%d=%d epoch=%d meta=%s committed=+%s", tp.topic, tp.partition, o.offset, o.leaderEpoch, short(o.metadata), time.UnixMilli(o.commitMillis).Sub(epoch))
 		}
 		g.mu.Unlock()
 	}
@@ -755,7 +769,7 @@ func (h *harness) printRecords() {
 					h.printfLocked("p%d: %v", p, err)
 					continue
 				}
-				h.printfLocked("p%d: offset %s %s/%d v%d=%d epoch=%d meta=%q", p, k.group, k.tp.topic, k.tp.partition, int16(r.Value[0])<<8|int16(r.Value[1]), o.offset, o.leaderEpoch, o.metadata)
+				h.printfLocked("p%d: offset %s %s/%d v%d=%d epoch=%d meta=%s expire=%d", p, k.group, k.tp.topic, k.tp.partition, int16(r.Value[0])<<8|int16(r.Value[1]), o.offset, o.leaderEpoch, short(o.metadata), o.expireMillis)
 			case r.Value == nil:
 				h.printfLocked("p%d: group %s tombstone", p, k.group)
 			default:
