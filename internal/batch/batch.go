@@ -220,10 +220,10 @@ func checkRecords(b []byte, h *Header, lim Limits, scratch *Scratch) error {
 			maxTS = ts
 		}
 		if checkTS && ts >= 0 {
-			if lim.BeforeMaxMs >= 0 && ts < lim.Now-lim.BeforeMaxMs && lim.Now-lim.BeforeMaxMs < lim.Now {
+			if lim.BeforeMaxMs >= 0 && ts < lim.Now-lim.BeforeMaxMs && lim.Now-lim.BeforeMaxMs <= lim.Now {
 				return fmt.Errorf("%w: record timestamp %d is older than message.timestamp.before.max.ms", ErrInvalidTimestamp, ts)
 			}
-			if lim.AfterMaxMs >= 0 && ts > lim.Now+lim.AfterMaxMs && lim.Now+lim.AfterMaxMs > lim.Now {
+			if lim.AfterMaxMs >= 0 && ts > lim.Now+lim.AfterMaxMs && lim.Now+lim.AfterMaxMs >= lim.Now {
 				return fmt.Errorf("%w: record timestamp %d is later than message.timestamp.after.max.ms", ErrInvalidTimestamp, ts)
 			}
 		}

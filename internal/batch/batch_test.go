@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -429,7 +430,8 @@ func TestValidateTimestampBounds(t *testing.T) {
 		{Now: now, BeforeMaxMs: 1000, AfterMaxMs: 1000},
 		{Now: now, BeforeMaxMs: -1, AfterMaxMs: 1000},
 		{Now: now, BeforeMaxMs: 1000, AfterMaxMs: -1},
-		{Now: now, BeforeMaxMs: 1 << 62, AfterMaxMs: 1 << 62}, // no overflow into rejection
+		{Now: now, BeforeMaxMs: 1 << 62, AfterMaxMs: 1 << 62},             // no overflow into rejection
+		{Now: now, BeforeMaxMs: math.MaxInt64, AfterMaxMs: math.MaxInt64}, // the defaults' range
 	} {
 		if _, err := Validate(append([]byte(nil), b...), lim, nil); err != nil {
 			t.Errorf("%+v: %v", lim, err)
@@ -438,10 +440,17 @@ func TestValidateTimestampBounds(t *testing.T) {
 	for _, lim := range []Limits{
 		{Now: now, BeforeMaxMs: 999, AfterMaxMs: -1},
 		{Now: now, BeforeMaxMs: -1, AfterMaxMs: 999},
+		// 0 is a valid setting: nothing older (newer) than now.
+		{Now: now, BeforeMaxMs: 0, AfterMaxMs: -1},
+		{Now: now, BeforeMaxMs: -1, AfterMaxMs: 0},
 	} {
 		if _, err := Validate(append([]byte(nil), b...), lim, nil); !errors.Is(err, ErrInvalidTimestamp) {
 			t.Errorf("%+v: got %v, want ErrInvalidTimestamp", lim, err)
 		}
+	}
+	atNow := newSpec(seqRecords(1), CodecNone, nil).build() // timestamp now
+	if _, err := Validate(atNow, Limits{Now: now, BeforeMaxMs: 0, AfterMaxMs: 0}, nil); err != nil {
+		t.Errorf("record at now with both bounds 0: %v", err)
 	}
 }
 
