@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Store persists records in partition p of __consumer_offsets. done is
@@ -345,13 +344,3 @@ func nowMillis(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
-
-// kmsgCode turns a kerr error into its code (0 for nil).
-func kmsgCode(e *kerr.Error) int16 {
-	if e == nil {
-		return 0
-	}
-	return e.Code
-}
-
-var _ = kmsg.JoinGroupRequest{}
