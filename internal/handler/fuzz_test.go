@@ -367,7 +367,7 @@ func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Ca
 // number far past the count once sized an allocation (a client could make
 // the broker allocate tens of gigabytes), and a negative one made the
 // topic vanish from the response. Both get INVALID_REPLICA_ASSIGNMENT.
-// (Found by FuzzRequests.)
+// (Found reading the code while FuzzRequests found the CreatePartitions one.)
 func TestCreateTopicsAssignmentPartitionOutOfRange(t *testing.T) {
 	n := tc.Start(t)
 	cl := tc.Client(t, n.Addr())
