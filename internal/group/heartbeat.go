@@ -1,7 +1,7 @@
 package group
 
-// Heartbeat, versions 0-4. REBALANCE_IN_PROGRESS while the group
-// rebalances, so members rejoin.
+// Heartbeat, versions 0-4. REBALANCE_IN_PROGRESS while the group prepares
+// a rebalance, so members rejoin.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,11 +39,11 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 	case req.Generation != g.generation:
 		resp.ErrorCode = kerr.IllegalGeneration.Code
-	case g.state == stateStable:
-		m.lastHeartbeat = now
-	default: // PreparingRebalance, CompletingRebalance
+	case g.state == statePreparingRebalance:
 		m.lastHeartbeat = now
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
+	default: // Stable; CompletingRebalance, where the member already has the new generation
+		m.lastHeartbeat = now
 	}
 	return resp
 }
