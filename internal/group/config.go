@@ -11,7 +11,7 @@ import (
 type Config struct {
 	MinSessionTimeout      time.Duration // group.min.session.timeout.ms, default 6s
 	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms, default 30m
-	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms, default 3s
+	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms, default 3s; negative for none (Kafka's 0)
 	MaxGroupSize           int           // group.max.size, default unlimited (0)
 	OffsetsRetention       time.Duration // offsets.retention.minutes, default 7 days
 	OffsetsTopicPartitions int32         // offsets.topic.num.partitions, default 50
@@ -32,7 +32,9 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Defaults fills zero fields with Kafka's defaults.
+// Defaults fills zero fields with Kafka's defaults. New calls it; since 0
+// means "default", Kafka's group.initial.rebalance.delay.ms=0 is written
+// as a negative InitialRebalanceDelay.
 func (c *Config) Defaults() {
 	if c.MinSessionTimeout == 0 {
 		c.MinSessionTimeout = 6 * time.Second
@@ -66,16 +68,11 @@ func (c *Config) Defaults() {
 	}
 }
 
-// Validate reports settings Kafka would refuse. A negative
-// InitialRebalanceDelay is not representable (0 means the default); to
-// disable the delay use a tiny value such as time.Nanosecond.
+// Validate reports settings Kafka would refuse.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout {
 		errs = append(errs, fmt.Errorf("group.max.session.timeout.ms (%v) below group.min.session.timeout.ms (%v)", c.MaxSessionTimeout, c.MinSessionTimeout))
-	}
-	if c.InitialRebalanceDelay < 0 {
-		errs = append(errs, fmt.Errorf("group.initial.rebalance.delay.ms negative"))
 	}
 	if c.MaxGroupSize < 0 {
 		errs = append(errs, fmt.Errorf("group.max.size negative"))

@@ -370,10 +370,9 @@ func (c *Coordinator) prepareRebalance(g *group, reason string, now time.Time, f
 	}
 	g.pendingSync = nil
 	timeout := g.rebalanceTimeout()
-	if g.state == stateEmpty {
+	if delay := c.cfg.InitialRebalanceDelay; g.state == stateEmpty && delay > 0 {
 		// Kafka's InitialDelayedJoin: let more members arrive before the
 		// first generation.
-		delay := c.cfg.InitialRebalanceDelay
 		g.initialDelay, g.newMemberAdded = true, false
 		g.delayRemaining = max(timeout-delay, 0)
 		g.rebalanceDeadline = now.Add(delay)

@@ -116,6 +116,9 @@ func loadGroup(id string, p int32, lg *loadingGroup, now time.Time) *group {
 		g.stateSince = time.UnixMilli(v.CurrentStateTimestamp)
 	}
 	for _, vm := range v.Members {
+		if g.members[vm.MemberID] != nil {
+			continue // a corrupt record; Kafka's map keeps one too
+		}
 		m := &member{
 			id:               vm.MemberID,
 			clientID:         vm.ClientID,

@@ -132,7 +132,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	g := newGroup("g", 0, epoch)
 	f.Add(groupKey("g"), g.groupValue(nil).AppendTo(nil))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		c := New(Config{}, nil, nil)
+		c := New(Config{Logger: quietLogger()}, nil, nil)
 		c.BeginLoad(0)
 		c.LoadRecord(0, Record{Key: key, Value: value})
 		c.FinishLoad(0)
