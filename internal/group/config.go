@@ -26,9 +26,10 @@ type Config struct {
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.
 	Now func() time.Time
-	// NewMemberID makes a member id for a client (default clientID + "-" +
-	// a random UUID, as Kafka). Tests make ids deterministic with it.
-	NewMemberID func(clientID string) string
+	// NewMemberID makes a member id from a prefix, the client id or a
+	// static member's group.instance.id (default prefix + "-" + a random
+	// UUID, as Kafka). Tests make ids deterministic with it.
+	NewMemberID func(prefix string) string
 	Logger      *slog.Logger
 }
 

@@ -102,7 +102,12 @@ func (c *Coordinator) join(g *group, j *join, f *fx) int16 {
 
 func (c *Coordinator) joinUnknown(g *group, j *join, f *fx) int16 {
 	req := j.req
-	newID := c.cfg.NewMemberID(j.clientID)
+	// Kafka prefixes a static member's id with its instance id.
+	prefix := j.clientID
+	if req.InstanceID != nil {
+		prefix = *req.InstanceID
+	}
+	newID := c.cfg.NewMemberID(prefix)
 	if req.InstanceID != nil {
 		if oldID, ok := g.static[*req.InstanceID]; ok {
 			return c.rejoinStatic(g, g.members[oldID], newID, j, f)
