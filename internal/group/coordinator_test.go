@@ -278,3 +278,76 @@ func runConsumer(t *testing.T, c *Coordinator, client string, rounds int, commit
 	}
 	return nil
 }
+
+// heldStore keeps writes until the test completes them, in any order.
+type heldStore struct {
+	mu     sync.Mutex
+	writes []pendingWrite
+}
+
+func (s *heldStore) Write(p int32, recs []Record, done func(error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes = append(s.writes, pendingWrite{p, recs, done})
+}
+
+func (s *heldStore) complete(i int) {
+	s.mu.Lock()
+	w := s.writes[i]
+	s.mu.Unlock()
+	w.done(nil)
+}
+
+func commitReq(offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group = 8, "g"
+	p := kmsg.NewOffsetCommitRequestTopicPartition()
+	p.Offset = offset
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{p}}}
+	return req
+}
+
+func fetched(c *Coordinator) int64 {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 7, "g"
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	return c.OffsetFetch(req).Topics[0].Partitions[0].Offset
+}
+
+// A Store may report writes durable out of order (each waits for its own
+// high watermark): an older commit finishing last must not win, nor bring
+// back an offset deleted after it.
+func TestCommitsCompletingOutOfOrder(t *testing.T) {
+	s := &heldStore{}
+	c := New(Config{Logger: quietLogger()}, s, fakeTopics{"t": 1})
+	ownAll(c)
+	answered := 0
+	count := func(*kmsg.OffsetCommitResponse) { answered++ }
+	c.OffsetCommit(commitReq(1), count) // write 0
+	c.OffsetCommit(commitReq(2), count) // write 1
+	s.complete(1)
+	s.complete(0)
+	if got := fetched(c); got != 2 {
+		t.Fatalf("after out-of-order completion: offset %d, want 2", got)
+	}
+
+	c.OffsetCommit(commitReq(3), count) // write 2
+	del := kmsg.NewPtrOffsetDeleteRequest()
+	del.Group = "g"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	var delCode int16 = -2
+	c.OffsetDelete(del, func(r *kmsg.OffsetDeleteResponse) { delCode = r.Topics[0].Partitions[0].ErrorCode })
+	s.complete(3) // the tombstones
+	s.complete(2) // the commit written before them
+	if delCode != 0 || answered != 3 {
+		t.Fatalf("delete %d, commits answered %d", delCode, answered)
+	}
+	if got := fetched(c); got != -1 {
+		t.Fatalf("deleted offset came back: %d", got)
+	}
+	c.OffsetCommit(commitReq(4), count)
+	s.complete(4)
+	if got := fetched(c); got != 4 {
+		t.Fatalf("commit after delete: %d", got)
+	}
+}

@@ -140,6 +140,10 @@ type group struct {
 	offsets        map[topicPartition]offset
 	pendingCommits map[topicPartition]int // commits written but not yet durable
 	nextSeq        uint64
+	// deletedAt is the sequence of an OffsetDelete tombstone already
+	// durable while older commits of the partition are still in flight:
+	// their late done must not bring the offset back.
+	deletedAt map[topicPartition]uint64
 
 	rebalances int64 // times the group entered PreparingRebalance
 	persisted  bool  // a metadata record was loaded or written for it
@@ -158,6 +162,7 @@ func newGroup(id string, p int32, now time.Time) *group {
 		pending:        make(map[string]time.Time),
 		offsets:        make(map[topicPartition]offset),
 		pendingCommits: make(map[topicPartition]int),
+		deletedAt:      make(map[topicPartition]uint64),
 	}
 }
 

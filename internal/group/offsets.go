@@ -112,13 +112,16 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, respond func(*
 	c.write(g.partition, recs, func(err error) {
 		g.mu.Lock()
 		for _, it := range items {
-			if g.pendingCommits[it.tp]--; g.pendingCommits[it.tp] <= 0 {
-				delete(g.pendingCommits, it.tp)
-			}
-			if err == nil && !g.removed {
-				if cur, ok := g.offsets[it.tp]; !ok || cur.seq < seq || cur.seq == seq {
+			// Stores may finish writes out of order: an older commit
+			// never replaces a newer one, nor undoes a later delete.
+			if err == nil && !g.removed && seq > g.deletedAt[it.tp] {
+				if cur, ok := g.offsets[it.tp]; !ok || cur.seq <= seq {
 					g.offsets[it.tp] = it.o
 				}
+			}
+			if g.pendingCommits[it.tp]--; g.pendingCommits[it.tp] <= 0 {
+				delete(g.pendingCommits, it.tp)
+				delete(g.deletedAt, it.tp)
 			}
 		}
 		g.mu.Unlock()
@@ -365,6 +368,9 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, respond func(*
 			for _, tp := range tps {
 				if o, ok := g.offsets[tp]; ok && o.seq < seq {
 					delete(g.offsets, tp)
+				}
+				if g.pendingCommits[tp] > 0 {
+					g.deletedAt[tp] = max(g.deletedAt[tp], seq)
 				}
 			}
 		}
