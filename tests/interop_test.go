@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -106,4 +108,54 @@ func TestPythonClients(t *testing.T) {
 			t.Fatalf("script said %q", out)
 		}
 	})
+}
+
+// kcat's balanced consumer (librdkafka, -G) joins a group, reads everything
+// and commits; a second run of the same group starts after the commit.
+func TestKcatGroupConsumer(t *testing.T) {
+	kcat := need(t, "/usr/bin/kcat")
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "kg", 2, nil)
+	var in strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&in, "v%d\n", i)
+	}
+	run(t, in.String(), kcat, "-b", n.Addr(), "-P", "-t", "kg")
+	out := run(t, "", kcat, "-b", n.Addr(), "-G", "kcat-group", "kg", "-e", "-f", "%s\n",
+		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000")
+	if got := len(strings.Fields(out)); got != 40 {
+		t.Fatalf("kcat -G read %d records, want 40:\n%s", got, out)
+	}
+	run(t, "v40\nv41\n", kcat, "-b", n.Addr(), "-P", "-t", "kg")
+	out = run(t, "", kcat, "-b", n.Addr(), "-G", "kcat-group", "kg", "-e", "-f", "%s\n",
+		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000")
+	if got := strings.Fields(out); len(got) != 2 {
+		t.Fatalf("second kcat -G run read %v, want only the 2 new records", got)
+	}
+}
+
+// confluent-kafka-python's group consumer commits; a restart resumes.
+func TestPythonGroupConsumer(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	if exec.Command(py, "-c", "import confluent_kafka").Run() != nil {
+		need(t, "/nonexistent/python3-confluent-kafka")
+	}
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "pyg", 3, nil)
+	produceN(t, n.Addr(), "pyg", 90)
+	if out := run(t, "", py, "testdata/confluent_group.py", n.Addr(), "pyg", "pygroup", "60"); !strings.Contains(out, "ok 60") {
+		t.Fatalf("first run: %q", out)
+	}
+	if out := run(t, "", py, "testdata/confluent_group.py", n.Addr(), "pyg", "pygroup", "30"); !strings.Contains(out, "ok 30") {
+		t.Fatalf("second run: %q", out)
+	}
+	offs, err := tc.Admin(t, n.Addr()).FetchOffsets(ctxT(t, 10*time.Second), "pygroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != 90 {
+		t.Fatalf("committed offsets sum to %d, want 90", total)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/handler"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
@@ -36,6 +37,9 @@ type Node struct {
 	kafka    *server.Server
 	http     *http.Server
 	httpLn   net.Listener
+	groups   *group.Coordinator
+	loader   *offsetsLoader
+	nodeID   int32
 	unsub    func()
 	stop     chan struct{} // closed to end follow
 	done     chan struct{} // closed when follow has ended
@@ -127,6 +131,27 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, fmt.Errorf("opening partitions: %w", err)
 	}
 	n.replicas.Start(context.Background())
+	n.nodeID = nodeID
+
+	gc := group.Config{
+		MinSessionTimeout:      cfg.Duration("group.min.session.timeout.ms"),
+		MaxSessionTimeout:      cfg.Duration("group.max.session.timeout.ms"),
+		InitialRebalanceDelay:  cfg.Duration("group.initial.rebalance.delay.ms"),
+		MaxGroupSize:           int(cfg.Int("group.max.size")),
+		OffsetsRetention:       time.Duration(cfg.Int("offsets.retention.minutes")) * time.Minute,
+		OffsetsTopicPartitions: int32(cfg.Int("offsets.topic.num.partitions")),
+		MaxMetadataBytes:       int(cfg.Int("offset.metadata.max.bytes")),
+		Logger:                 logger,
+	}
+	if gc.InitialRebalanceDelay == 0 {
+		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"
+	}
+	gc.Defaults()
+	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
+	n.groups.Start(context.Background())
+	n.loader = &offsetsLoader{n: n, loaded: map[int32]bool{}}
+	n.loader.reconcile(n.ctrl.Image())
+
 	ch, unsub := n.ctrl.Subscribe()
 	n.unsub = unsub
 	go n.follow(ch)
@@ -134,6 +159,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
+		Groups: n.groups, AfterApply: n.loader.reconcile,
 	})
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
@@ -178,9 +204,11 @@ func (n *Node) follow(ch <-chan struct{}) {
 			return
 		case <-ch:
 		}
-		if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
+		im := n.ctrl.Image()
+		if err := n.replicas.Apply(im); err != nil {
 			n.log.Error("applying metadata to partitions", "err", err)
 		}
+		n.loader.reconcile(im)
 	}
 }
 
@@ -235,6 +263,12 @@ func (n *Node) Close() error {
 		n.unsub()
 		close(n.stop)
 		<-n.done
+	}
+	if n.groups != nil {
+		n.groups.Close()
+	}
+	if n.loader != nil {
+		n.loader.wg.Wait()
 	}
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())

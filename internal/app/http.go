@@ -69,6 +69,8 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	counter("berth_log_fsyncs_total", "Partition fsyncs.", func() float64 { return float64(rm.Fsyncs.Load()) })
 	counter("berth_log_fsync_seconds_total", "Time spent in partition fsyncs.", func() float64 { return float64(rm.FsyncNanos.Load()) / 1e9 })
 	counter("berth_log_group_commits_total", "Group-commit rounds (one round covers every partition written since the last).", func() float64 { return float64(rm.SyncRounds.Load()) })
+	counter("berth_log_cleaner_runs_total", "Partitions compacted by the log cleaner.", func() float64 { return float64(rm.CleanerRuns.Load()) })
+	counter("berth_log_cleaner_bytes_freed_total", "Bytes the log cleaner removed.", func() float64 { return float64(rm.CleanerBytesFreed.Load()) })
 	counter("berth_log_retention_segments_deleted_total", "Segments deleted by retention.", func() float64 { return float64(rm.RetentionSegs.Load()) })
 	gauge("berth_log_dir_full", "1 while produce is refused for lack of disk space.", func() float64 {
 		if n.replicas.DiskLow() {
@@ -77,6 +79,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 		return 0
 	})
 	reg.MustRegister(&partitionCollector{n: n})
+	reg.MustRegister(&groupCollector{n: n})
 }
 
 var (

@@ -130,6 +130,8 @@ type Limits struct {
 	Now           int64 // milliseconds since the epoch
 	BeforeMaxMs   int64 // message.timestamp.before.max.ms
 	AfterMaxMs    int64 // message.timestamp.after.max.ms
+	// RequireKeys refuses records without a key (compacted topics).
+	RequireKeys bool
 }
 
 // Validated describes the batches of one partition's produce data.
@@ -212,6 +214,9 @@ func checkRecords(b []byte, h *Header, lim Limits, scratch *Scratch) error {
 			return err
 		}
 		recs = rest
+		if lim.RequireKeys && r.Key == nil {
+			return fmt.Errorf("%w: record %d has no key; a compacted topic keeps the latest record per key, so every record needs one", ErrInvalidRecord, n)
+		}
 		if r.OffsetDelta != int64(n) {
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
 		}

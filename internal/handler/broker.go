@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
@@ -70,7 +71,11 @@ type Config struct {
 	Broker         *config.Config
 	Controller     *metadata.Controller
 	Replicas       *replica.Manager
-	Logger         *slog.Logger
+	Groups         *group.Coordinator
+	// AfterApply runs after a proposal's image is applied to the local
+	// replicas (the node loads __consumer_offsets partitions there).
+	AfterApply func(*metadata.Image)
+	Logger     *slog.Logger
 }
 
 // Broker implements server.Handler.
@@ -121,7 +126,14 @@ func (b *Broker) propose(ctx context.Context, recs ...metadata.Record) error {
 	if err := b.Controller.Propose(ctx, recs...); err != nil {
 		return err
 	}
-	return b.Replicas.Apply(b.image())
+	im := b.image()
+	if err := b.Replicas.Apply(im); err != nil {
+		return err
+	}
+	if b.AfterApply != nil {
+		b.AfterApply(im)
+	}
+	return nil
 }
 
 // brokerValue returns the effective value of a broker setting: a dynamic

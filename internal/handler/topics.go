@@ -74,6 +74,9 @@ func (b *Broker) prepareTopic(im *metadata.Image, s topicSpec) (metadata.Record,
 	if err := validTopicName(s.name); err != nil {
 		return metadata.Record{}, err
 	}
+	if isInternalTopic(s.name) {
+		return metadata.Record{}, fmt.Errorf("%w: %s is an internal topic; the broker creates it", kerr.InvalidRequest, s.name)
+	}
 	if im.Topic(s.name) != nil {
 		return metadata.Record{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, s.name)
 	}
@@ -164,4 +167,9 @@ func atoi(s string) int64 {
 		return -n
 	}
 	return n
+}
+
+// isInternalTopic reports the names the broker manages itself.
+func isInternalTopic(name string) bool {
+	return name == offsetsTopic || name == "__transaction_state" || name == "__share_group_state"
 }

@@ -66,10 +66,12 @@ type Manager struct {
 
 // ManagerMetrics are counters read by /metrics.
 type ManagerMetrics struct {
-	Fsyncs        atomic.Int64
-	FsyncNanos    atomic.Int64
-	SyncRounds    atomic.Int64
-	RetentionSegs atomic.Int64
+	CleanerRuns       atomic.Int64
+	CleanerBytesFreed atomic.Int64
+	Fsyncs            atomic.Int64
+	FsyncNanos        atomic.Int64
+	SyncRounds        atomic.Int64
+	RetentionSegs     atomic.Int64
 }
 
 // NewManager makes a manager; Start loads existing partitions.
@@ -104,6 +106,7 @@ func (m *Manager) Start(ctx context.Context) {
 	go m.syncLoop(ctx)
 	go m.retentionLoop(ctx)
 	go m.diskLoop(ctx)
+
 }
 
 // Close stops the loops, syncs and closes every log.

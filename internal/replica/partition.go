@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,7 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 		Now:           now,
 		BeforeMaxMs:   cfg.TimestampBeforeMs,
 		AfterMaxMs:    cfg.TimestampAfterMs,
+		RequireKeys:   strings.Contains(cfg.CleanupPolicy, "compact"),
 	}, scratch)
 	if err != nil {
 		return res, err
@@ -511,4 +513,36 @@ func (p *Partition) loadProducers() error {
 		p.producers.update(&h, bh.BaseOffset, bh.MaxTimestamp)
 		return nil
 	})
+}
+
+// TimestampAt returns the timestamp of the committed record at off (for
+// the age of the oldest unconsumed record); ok is false when off is not
+// below the high watermark or the record is gone.
+func (p *Partition) TimestampAt(off int64) (ts int64, ok bool) {
+	if off >= p.hw.Load() || off < p.log.LogStartOffset() {
+		return 0, false
+	}
+	res, err := p.Read(off, 1, true, nil)
+	if err != nil || len(res.Records) == 0 {
+		return 0, false
+	}
+	h, err := batch.ParseHeader(res.Records)
+	if err != nil {
+		return 0, false
+	}
+	if h.Attributes&batch.AttrLogAppendTime != 0 {
+		return h.MaxTimestamp, true
+	}
+	scratch := batch.GetScratch()
+	defer batch.PutScratch(scratch)
+	recs, _, err := batch.Records(res.Records[:min(h.Size(), len(res.Records))], scratch)
+	if err != nil {
+		return 0, false
+	}
+	for _, r := range recs {
+		if h.BaseOffset+r.OffsetDelta >= off {
+			return h.BaseTimestamp + r.TimestampDelta, true
+		}
+	}
+	return 0, false
 }

@@ -64,6 +64,8 @@ func StartIn(t testing.TB, dir string, opts ...Option) *Node {
 		"listeners":              "PLAINTEXT://127.0.0.1:0",
 		"http.listener":          "127.0.0.1:0",
 		"log.dir.min.free.bytes": "0",
+		// Groups form at once instead of waiting 3 s for more members.
+		"group.initial.rebalance.delay.ms": "0",
 	} {
 		if err := cfg.Set(k, v, config.SourceFlag); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,167 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
+)
+
+// OffsetsTopic is the internal topic of group metadata and committed offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// offsetsStore writes group records into the local __consumer_offsets
+// partitions: an append through the normal replica path (validation,
+// group-committed fsync), then done once the high watermark covers it.
+type offsetsStore struct {
+	replicas *replica.Manager
+	now      func() time.Time
+}
+
+func (s *offsetsStore) Write(p int32, recs []group.Record, done func(error)) {
+	part := s.replicas.Get(OffsetsTopic, p)
+	if part == nil {
+		done(kerr.NotCoordinator)
+		return
+	}
+	kvs := make([]batch.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
+	}
+	res, err := part.Append(batch.Build(kvs, s.now().UnixMilli()), nil)
+	if err != nil {
+		done(err)
+		return
+	}
+	go func() {
+		done(part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second)))
+	}()
+}
+
+// topicResolver answers the coordinator's topic questions from the
+// current metadata image.
+type topicResolver struct{ ctrl *metadata.Controller }
+
+func (r topicResolver) PartitionExists(topic string, p int32) bool {
+	return r.ctrl.Image().Topic(topic).Partition(p) != nil
+}
+
+func (r topicResolver) TopicName(id [16]byte) (string, bool) {
+	if t := r.ctrl.Image().TopicByID(id); t != nil {
+		return t.Name, true
+	}
+	return "", false
+}
+
+func (r topicResolver) TopicID(name string) ([16]byte, bool) {
+	if t := r.ctrl.Image().Topic(name); t != nil {
+		return t.ID, true
+	}
+	return [16]byte{}, false
+}
+
+// offsetsLoader keeps the coordinator's loaded partitions in line with the
+// __consumer_offsets partitions this node leads: it replays a partition's
+// records when the node becomes its leader and unloads it when it stops.
+type offsetsLoader struct {
+	n      *Node
+	mu     sync.Mutex // guards loaded
+	loaded map[int32]bool
+	wg     sync.WaitGroup
+}
+
+func (l *offsetsLoader) reconcile(im *metadata.Image) {
+	t := im.Topic(OffsetsTopic)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lead := map[int32]bool{}
+	if t != nil {
+		for _, p := range t.Partitions {
+			if p.Leader == l.n.nodeID {
+				lead[p.Index] = true
+			}
+		}
+	}
+	for p := range l.loaded {
+		if !lead[p] {
+			l.n.groups.Unload(p)
+			delete(l.loaded, p)
+		}
+	}
+	for p := range lead {
+		if l.loaded[p] {
+			continue
+		}
+		part := l.n.replicas.Get(OffsetsTopic, p)
+		if part == nil {
+			continue // not open yet; the next image applies it
+		}
+		l.loaded[p] = true
+		l.n.groups.BeginLoad(p)
+		l.wg.Add(1)
+		go func(p int32, part *replica.Partition) {
+			defer l.wg.Done()
+			start := time.Now()
+			n, err := l.replay(p, part)
+			if err != nil {
+				l.n.log.Error("loading group metadata", "partition", p, "err", err)
+			}
+			l.n.groups.FinishLoad(p)
+			l.n.log.Debug("group metadata loaded", "partition", p, "records", n, "took", time.Since(start))
+		}(p, part)
+	}
+}
+
+// replay feeds every record of a partition, in order, to the coordinator.
+func (l *offsetsLoader) replay(p int32, part *replica.Partition) (int, error) {
+	scratch := batch.GetScratch()
+	defer batch.PutScratch(scratch)
+	n := 0
+	off := part.LogStartOffset()
+	for off < part.HighWatermark() {
+		res, err := part.Read(off, 1<<20, true, nil)
+		if err != nil {
+			return n, err
+		}
+		if len(res.Records) == 0 {
+			break
+		}
+		for b := res.Records; len(b) > 0; {
+			h, err := batch.ParseHeader(b)
+			if err != nil || h.Size() > len(b) {
+				return n, fmt.Errorf("offset %d: %v", off, errors.Join(err, batch.ErrCorrupt))
+			}
+			if h.BaseOffset+int64(h.LastOffsetDelta) >= off && h.Attributes&batch.AttrControl == 0 {
+				recs, _, err := batch.Records(b[:h.Size()], scratch)
+				if err != nil {
+					return n, err
+				}
+				for _, r := range recs {
+					if h.BaseOffset+r.OffsetDelta < off {
+						continue
+					}
+					// Copy: the record may alias a decompression buffer.
+					l.n.groups.LoadRecord(p, group.Record{Key: clone(r.Key), Value: clone(r.Value)})
+					n++
+				}
+			}
+			off = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			b = b[h.Size():]
+		}
+	}
+	return n, nil
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
