@@ -65,7 +65,7 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 		if version < 7 {
 			return kerr.UnsupportedVersion
 		}
-		ts, off := p.Log().MaxTimestamp()
+		ts, off := p.MaxTimestamp()
 		if off >= 0 && off < hw {
 			sp.Offset, sp.Timestamp = off, ts
 		}
@@ -75,7 +75,7 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 		if rp.Timestamp < 0 {
 			return kerr.InvalidRequest
 		}
-		off, ts, found, err := p.Log().OffsetForTimestamp(rp.Timestamp)
+		off, ts, found, err := p.OffsetForTimestamp(rp.Timestamp)
 		if err != nil {
 			return err
 		}

@@ -546,3 +546,67 @@ func (p *Partition) TimestampAt(off int64) (ts int64, ok bool) {
 	}
 	return 0, false
 }
+
+// OffsetForTimestamp returns the first committed record whose timestamp is
+// at or after ts (ListOffsets by time). The log's time index finds the
+// batch; for a compressed batch this looks inside it, so the answer is the
+// record, as Kafka gives it, not the batch.
+func (p *Partition) OffsetForTimestamp(ts int64) (off, recTS int64, found bool, err error) {
+	off, recTS, found, err = p.log.OffsetForTimestamp(ts)
+	if err != nil || !found {
+		return off, recTS, found, err
+	}
+	p.eachRecordOfBatch(off, func(o, rts int64) bool {
+		if o >= off && rts >= ts {
+			off, recTS = o, rts
+			return false
+		}
+		return true
+	})
+	return off, recTS, found, nil
+}
+
+// MaxTimestamp returns the largest record timestamp and the offset of the
+// first record carrying it.
+func (p *Partition) MaxTimestamp() (ts, off int64) {
+	ts, off = p.log.MaxTimestamp()
+	if off < 0 {
+		return ts, off
+	}
+	p.eachRecordOfBatch(off, func(o, rts int64) bool {
+		if rts == ts {
+			off = o
+			return false
+		}
+		return true
+	})
+	return ts, off
+}
+
+// eachRecordOfBatch calls fn with the offset and timestamp of each record
+// of the committed batch holding off, until fn returns false.
+func (p *Partition) eachRecordOfBatch(off int64, fn func(off, ts int64) bool) {
+	res, err := p.Read(off, 1, true, nil)
+	if err != nil || len(res.Records) == 0 {
+		return
+	}
+	h, err := batch.ParseHeader(res.Records)
+	if err != nil || h.Size() > len(res.Records) {
+		return
+	}
+	scratch := batch.GetScratch()
+	defer batch.PutScratch(scratch)
+	recs, _, err := batch.Records(res.Records[:h.Size()], scratch)
+	if err != nil {
+		return
+	}
+	for _, r := range recs {
+		ts := h.BaseTimestamp + r.TimestampDelta
+		if h.Attributes&batch.AttrLogAppendTime != 0 {
+			ts = h.MaxTimestamp
+		}
+		if !fn(h.BaseOffset+r.OffsetDelta, ts) {
+			return
+		}
+	}
+}
