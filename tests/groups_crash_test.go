@@ -162,6 +162,7 @@ func TestMemberKilledLosesPartitions(t *testing.T) {
 		}
 		return nil
 	})
+	kept := b.lastAssignment()
 	a.kill()
 	killedAt := time.Now()
 	produceN(t, n.Addr(), "work", 200)
@@ -172,6 +173,23 @@ func TestMemberKilledLosesPartitions(t *testing.T) {
 		return nil
 	})
 	took := time.Since(killedAt)
+	// Cooperative-sticky: the survivor never gave up what it had; only the
+	// dead member's partitions moved.
+	b.mu.Lock()
+	var after []string
+	for i := len(b.lines) - 1; i >= 0 && strings.TrimPrefix(b.lines[i], "assigned ") != kept; i-- {
+		if strings.HasPrefix(b.lines[i], "assigned ") {
+			after = append(after, strings.TrimPrefix(b.lines[i], "assigned "))
+		}
+	}
+	b.mu.Unlock()
+	for _, a := range after {
+		for _, p := range strings.Fields(strings.Trim(kept, "[]")) {
+			if !strings.Contains(" "+strings.Trim(a, "[]")+" ", " "+p+" ") {
+				t.Fatalf("survivor gave up partition %s (had %s, later %s): more than the orphaned partitions moved", p, kept, a)
+			}
+		}
+	}
 	tc.Eventually(t, 30*time.Second, func() error {
 		seen := b.records()
 		for k := range a.records() {

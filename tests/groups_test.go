@@ -94,11 +94,15 @@ func TestGroupsShareWithinAndFanOutAcross(t *testing.T) {
 			mu.Unlock()
 		}, i))
 	}
-	gcs = append(gcs, startGroupConsumer(t, n.Addr(), "fraud", "orders", func(m int, r *kgo.Record) {
-		mu.Lock()
-		perGroup["fraud"][string(r.Value)]++
-		mu.Unlock()
-	}, 9))
+	// The second group uses an eager assignor (range), the first kgo's
+	// default cooperative-sticky one: both must work.
+	for i := 0; i < 2; i++ {
+		gcs = append(gcs, startGroupConsumer(t, n.Addr(), "fraud", "orders", func(m int, r *kgo.Record) {
+			mu.Lock()
+			perGroup["fraud"][string(r.Value)]++
+			mu.Unlock()
+		}, 10+i, kgo.Balancers(kgo.RangeBalancer())))
+	}
 	defer func() {
 		for _, g := range gcs {
 			g.Close()
