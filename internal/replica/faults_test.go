@@ -35,7 +35,7 @@ func testPartition(t *testing.T, fs blog.FS, fsync bool) (*Partition, string) {
 
 // openPartition is testPartition without starting the Manager's loops:
 // the test runs sync rounds itself.
-func openPartition(t *testing.T, fs blog.FS, fsync bool) (*Manager, *Partition, string) {
+func openPartition(t testing.TB, fs blog.FS, fsync bool) (*Manager, *Partition, string) {
 	t.Helper()
 	dir := t.TempDir()
 	m := NewManager(ManagerConfig{
