@@ -67,6 +67,16 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
+// Topics lists every topic for consumer group (KIP-848) assignment.
+func (r topicResolver) Topics() []group.TopicInfo {
+	im := r.ctrl.Image()
+	out := make([]group.TopicInfo, 0, len(im.Topics))
+	for _, t := range im.Topics {
+		out = append(out, group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	return out
+}
+
 // offsetsLoader keeps the coordinator's loaded partitions in line with the
 // __consumer_offsets partitions this node leads: it replays a partition's
 // records when the node becomes its leader and unloads it when it stops.

@@ -1,7 +1,7 @@
 package group
 
 // DeleteGroups (versions 0-3), DescribeGroups (0-6), ListGroups (0-5) and
-// the snapshots for metrics and the CLI.
+// the snapshots for metrics and the CLI, for classic and consumer groups.
 
 import (
 	"cmp"
@@ -101,11 +101,18 @@ func (c *Coordinator) deleteGroup(g *group) []Record {
 		recs = append(recs, offsetTombstone(g.id, tp))
 	}
 	c.log.Info("deleting group", "group", g.id, "offsets", len(tps))
+	if g.isConsumer() {
+		return append(recs, g.cg.tombstones(g.id)...)
+	}
 	return append(recs, groupTombstone(g.id))
 }
 
 // DescribeGroups serves a DescribeGroups request. Members carry their
 // metadata and assignment only while the group is Stable, as in Kafka.
+// A consumer group is described as Kafka's ConsumerGroup.asDescribedGroup
+// does: protocol type "consumer", its assignor as the protocol, and each
+// member's subscription and assignment in the consumer protocol's
+// encoding.
 func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -120,6 +127,9 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			if req.Version >= 6 { // KIP-1043
 				rg.ErrorCode = kerr.GroupIDNotFound.Code
 			}
+		case g.isConsumer() && g.state != stateDead:
+			c.describeConsumerAsClassic(g, &rg)
+			g.mu.Unlock()
 		default:
 			rg.State = g.state.String()
 			rg.ProtocolType = g.protocolType
@@ -145,16 +155,13 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 }
 
 // ListGroups serves a ListGroups request: the groups of the loaded
-// partitions, filtered by state (v4+) and type (v5+, all ours are
-// "classic"). While a partition loads the answer carries
+// partitions, filtered by state (v4+) and type (v5+: "classic" or
+// "consumer"). While a partition loads the answer carries
 // COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	matches := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
-	}
-	if req.Version >= 5 && !matches(req.TypesFilter, "classic") {
-		return resp
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,13 +173,13 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		g.mu.Lock()
-		st, pt := g.state, g.protocolType
+		dead, st, pt, typ := g.state == stateDead, g.stateName(), g.protocolType, g.typeName()
 		g.mu.Unlock()
-		if st == stateDead || (req.Version >= 4 && !matches(req.StatesFilter, st.String())) {
+		if dead || (req.Version >= 4 && !matches(req.StatesFilter, st)) || (req.Version >= 5 && !matches(req.TypesFilter, typ)) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, pt, st.String(), "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, pt, st, typ
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
@@ -210,9 +217,10 @@ func (c *Coordinator) Committed() []CommittedOffset {
 // GroupInfo summarises one group.
 type GroupInfo struct {
 	ID, State, ProtocolType, Protocol string
-	Generation                        int32
+	Type                              string // "classic" or "consumer" (KIP-848; Protocol is its assignor)
+	Generation                        int32  // a consumer group's epoch
 	Members                           int
-	Rebalances                        int64 // times it entered PreparingRebalance since loaded
+	Rebalances                        int64 // times it entered PreparingRebalance, or its epoch was bumped, since loaded
 }
 
 // Groups is a snapshot of the loaded groups, sorted by id.
@@ -220,9 +228,14 @@ func (c *Coordinator) Groups() []GroupInfo {
 	var out []GroupInfo
 	for _, g := range c.snapshot() {
 		g.mu.Lock()
-		if g.state != stateDead {
+		switch {
+		case g.state == stateDead:
+		case g.isConsumer():
+			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: g.cg.assignor,
+				Type: g.typeName(), Generation: g.cg.epoch, Members: len(g.cg.members), Rebalances: g.rebalances})
+		default:
 			out = append(out, GroupInfo{ID: g.id, State: g.state.String(), ProtocolType: g.protocolType, Protocol: g.protocol,
-				Generation: g.generation, Members: len(g.members), Rebalances: g.rebalances})
+				Type: g.typeName(), Generation: g.generation, Members: len(g.members), Rebalances: g.rebalances})
 		}
 		g.mu.Unlock()
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -23,6 +24,16 @@ type Config struct {
 	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
 	MaxMetadataBytes int
 
+	// KIP-848 consumer groups (ConsumerGroupHeartbeat). The heartbeat
+	// interval and session timeout are the broker's, not the client's.
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms, default 5s
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms, default 45s
+	ConsumerMaxGroupSize      int           // group.consumer.max.size, default unlimited (0)
+	// ConsumerAssignors is group.consumer.assignors (default uniform,
+	// range): the server assignors members may ask for; the first is used
+	// when none asks.
+	ConsumerAssignors []string
+
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.
 	Now func() time.Time
@@ -32,6 +43,9 @@ type Config struct {
 	NewMemberID func(prefix string) string
 	Logger      *slog.Logger
 }
+
+// knownAssignors are the server-side assignors of consumer groups.
+var knownAssignors = []string{"uniform", "range"}
 
 // Defaults fills zero fields with Kafka's defaults. New calls it; since 0
 // means "default", Kafka's group.initial.rebalance.delay.ms=0 is written
@@ -57,6 +71,15 @@ func (c *Config) Defaults() {
 	}
 	if c.MaxMetadataBytes == 0 {
 		c.MaxMetadataBytes = 4096
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -86,6 +109,18 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxMetadataBytes < 0 {
 		errs = append(errs, fmt.Errorf("offset.metadata.max.bytes negative"))
+	}
+	if c.ConsumerHeartbeatInterval < 0 || c.ConsumerSessionTimeout < 0 ||
+		(c.ConsumerSessionTimeout > 0 && c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout) {
+		errs = append(errs, fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout))
+	}
+	if c.ConsumerMaxGroupSize < 0 {
+		errs = append(errs, fmt.Errorf("group.consumer.max.size negative"))
+	}
+	for _, a := range c.ConsumerAssignors {
+		if !slices.Contains(knownAssignors, a) {
+			errs = append(errs, fmt.Errorf("group.consumer.assignors: unknown assignor %q (known: %v)", a, knownAssignors))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -21,16 +21,28 @@ type Store interface {
 }
 
 // TopicResolver answers topic existence and id<->name for commits/fetches
-// (v10 uses topic ids).
+// (v10 uses topic ids), and lists topics for the server-side assignment of
+// KIP-848 consumer groups. Its methods are called with group locks held:
+// they must not call back into the coordinator.
 type TopicResolver interface {
 	PartitionExists(topic string, partition int32) bool
 	TopicName(id [16]byte) (string, bool)
 	TopicID(name string) ([16]byte, bool)
+	// Topics lists every topic, internal ones included (Kafka matches
+	// regular expression subscriptions against them too), in any order.
+	Topics() []TopicInfo
 }
 
-// Coordinator is the group coordinator for the classic protocol: the
-// groups of the __consumer_offsets partitions this node owns, their
-// membership and their committed offsets.
+// TopicInfo is one topic as consumer group assignment needs it.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Coordinator is the group coordinator for the classic and the KIP-848
+// consumer group protocols: the groups of the __consumer_offsets
+// partitions this node owns, their membership and their committed offsets.
 //
 // Locks (see doc.go): c.mu before g.mu; c.wmu is a leaf. No lock is held
 // while calling Store.Write or a respond callback.
@@ -139,7 +151,8 @@ func (c *Coordinator) Close() {
 
 // Tick runs the timers as of now: session timeouts, KIP-394 pending
 // member ids, the initial rebalance delay, rebalance and sync timeouts,
-// and (every OffsetsRetentionCheckInterval) offset expiry. It is
+// consumer group members' session and revocation timeouts, and (every
+// OffsetsRetentionCheckInterval) offset expiry. It is
 // deterministic: tests drive it with a fake clock.
 func (c *Coordinator) Tick(now time.Time) {
 	c.mu.Lock()
@@ -278,7 +291,8 @@ func (c *Coordinator) finishOp(g *group) bool {
 		return false
 	}
 	if g.state == stateEmpty && g.generation == 0 && !g.persisted && len(g.members) == 0 &&
-		len(g.pending) == 0 && len(g.offsets) == 0 && len(g.pendingCommits) == 0 {
+		len(g.pending) == 0 && len(g.offsets) == 0 && len(g.pendingCommits) == 0 &&
+		(g.cg == nil || (g.cg.epoch == 0 && len(g.cg.members) == 0)) {
 		g.state = stateDead
 	}
 	return g.state == stateDead && !g.deleting

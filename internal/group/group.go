@@ -105,7 +105,7 @@ func (m *member) matches(req *kmsg.JoinGroupRequest) bool {
 	return true
 }
 
-// group is one classic group. mu guards every field; it is taken after
+// group is one group, classic or (with cg) consumer. mu guards every field; it is taken after
 // the coordinator's mu when both are held.
 type group struct {
 	mu        sync.Mutex
@@ -145,7 +145,12 @@ type group struct {
 	// their late done must not bring the offset back.
 	deletedAt map[topicPartition]uint64
 
-	rebalances int64 // times the group entered PreparingRebalance
+	// cg is the KIP-848 state of a consumer group, nil for a classic
+	// group. A consumer group's state is Empty (no members) or Stable
+	// here, Dead while deleted; its own states are cg.stateName's.
+	cg *consumerGroup
+
+	rebalances int64 // times the group entered PreparingRebalance, or a consumer group's epoch was bumped
 	persisted  bool  // a metadata record was loaded or written for it
 	deleting   bool  // DeleteGroups: Dead, waiting for the tombstones
 	removed    bool  // out of the coordinator's map (deleted or unloaded)
@@ -579,6 +584,10 @@ func (m *member) expired(now time.Time) bool {
 // tickGroup runs g's timers.
 func (c *Coordinator) tickGroup(g *group, now time.Time, f *fx) {
 	if g.state == stateDead {
+		return
+	}
+	if g.isConsumer() {
+		c.tickConsumer(g, now)
 		return
 	}
 	for id, until := range g.pending {

@@ -88,6 +88,15 @@ func (f fakeTopics) TopicID(name string) ([16]byte, bool) {
 	return id, ok
 }
 
+func (f fakeTopics) Topics() []TopicInfo {
+	var out []TopicInfo
+	for _, name := range slices.Sorted(maps.Keys(f)) {
+		id, _ := f.TopicID(name)
+		out = append(out, TopicInfo{Name: name, ID: id, Partitions: f[name]})
+	}
+	return out
+}
+
 // harness drives a Coordinator from datadriven commands.
 type harness struct {
 	t      *testing.T
@@ -98,17 +107,19 @@ type harness struct {
 	c      *Coordinator
 	idSeq  int
 
-	mu      sync.Mutex // guards out, members, gens (responses may arrive in callbacks)
+	mu      sync.Mutex // guards out, members, gens, owned, subs (responses may arrive in callbacks)
 	out     strings.Builder
 	members map[string]string // alias -> member id
-	gens    map[string]int32  // alias -> generation of its last join
+	gens    map[string]int32  // alias -> generation of its last join (a consumer group member's epoch)
+	owned   map[string]assignment
+	subs    map[string][]string // alias -> topics of a consumer group member's subscription
 }
 
 var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, now: epoch, store: newFakeStore(), topics: fakeTopics{"t": 4, "u": 2},
-		members: map[string]string{}, gens: map[string]int32{}}
+		members: map[string]string{}, gens: map[string]int32{}, owned: map[string]assignment{}, subs: map[string][]string{}}
 	return h
 }
 
@@ -264,11 +275,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			OffsetsRetention:              h.dur(d, "retention", "168h"),
 			OffsetsRetentionCheckInterval: h.dur(d, "check", "10m"),
 			OffsetsTopicPartitions:        int32(h.int(d, "partitions", 4)),
+			ConsumerSessionTimeout:        h.dur(d, "cg-session", "45s"),
+			ConsumerMaxGroupSize:          h.int(d, "cg-max-size", 0),
 		}
-		// A fresh store and fresh aliases: "reload" is for restarts.
+		// A fresh store, topics and aliases: "reload" is for restarts.
 		h.store = newFakeStore()
+		h.topics = fakeTopics{"t": 4, "u": 2}
 		h.mu.Lock()
 		h.members, h.gens = map[string]string{}, map[string]int32{}
+		h.owned, h.subs = map[string]assignment{}, map[string][]string{}
 		h.mu.Unlock()
 		h.c = h.newCoordinator()
 		if !d.HasArg("noload") {
@@ -347,6 +362,19 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				topics := "-"
 				if len(m.ProtocolMetadata) > 0 && meta.ReadFrom(m.ProtocolMetadata) == nil {
 					topics = strings.Join(meta.Topics, ",")
+				}
+				if d.HasArg("decode") {
+					var a kmsg.ConsumerMemberAssignment
+					if err := a.ReadFrom(m.MemberAssignment); err == nil {
+						var parts []string
+						for _, t := range a.Topics {
+							for _, p := range t.Partitions {
+								parts = append(parts, fmt.Sprintf("%s/%d", t.Topic, p))
+							}
+						}
+						h.printf("  %s client=%s%s topics=%s assigned=[%s]", m.MemberID, m.ClientID, inst, topics, strings.Join(parts, " "))
+						continue
+					}
 				}
 				h.printf("  %s client=%s%s topics=%s assignment=%q", m.MemberID, m.ClientID, inst, topics, m.MemberAssignment)
 			}
@@ -438,7 +466,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		ok, loading := h.c.Owns(g)
 		h.printf("owns %s (partition %d): ok=%v loading=%v", g, PartitionFor(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
 	default:
-		d.Fatalf(t, "unknown command %s", d.Cmd)
+		if !h.runConsumer(d) {
+			d.Fatalf(t, "unknown command %s", d.Cmd)
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -660,6 +690,9 @@ func (h *harness) commit(d *datadriven.TestData) {
 func (h *harness) fetch(d *datadriven.TestData) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = int16(h.int(d, "v", 7))
+	if d.HasArg("member") && !d.HasArg("v") {
+		req.Version = 9
+	}
 	req.RequireStable = req.Version >= 7
 	tps, _ := tpArgs(d)
 	var topics []kmsg.OffsetFetchRequestGroupTopic
@@ -695,6 +728,10 @@ func (h *harness) fetch(d *datadriven.TestData) {
 		for _, g := range groups {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group, rg.Topics = g, topics
+			if alias := h.arg(d, "member", ""); alias != "" {
+				id := h.memberID(d, alias)
+				rg.MemberID, rg.MemberEpoch = &id, h.gen(d, alias, -1)
+			}
 			req.Groups = append(req.Groups, rg)
 		}
 		for _, g := range h.c.OffsetFetch(req).Groups {
@@ -735,6 +772,11 @@ func (h *harness) printState(d *datadriven.TestData) {
 			continue
 		}
 		g.mu.Lock()
+		if g.isConsumer() {
+			h.printConsumerState(g)
+			g.mu.Unlock()
+			continue
+		}
 		h.printf("%s: %s gen=%d type=%s protocol=%s leader=%s rebalances=%d", g.id, g.state, g.generation, g.protocolType, g.protocol, g.leader, g.rebalances)
 		for _, m := range g.ordered() {
 			inst := ""
@@ -765,6 +807,10 @@ func (h *harness) printRecords() {
 			k, err := decodeKey(r.Key)
 			if err != nil {
 				h.printfLocked("p%d: %v", p, err)
+				continue
+			}
+			if k.typ >= recConsumerMetadata {
+				h.printfLocked("p%d: %s", p, h.consumerRecord(k, r.Value))
 				continue
 			}
 			switch {

@@ -89,10 +89,18 @@ func (c *Coordinator) join(g *group, j *join, f *fx) int16 {
 	case g.state == stateDead:
 		// Being deleted or moved: the client looks the coordinator up again.
 		return kerr.CoordinatorNotAvailable.Code
+	case g.isConsumer() && len(g.cg.members) > 0:
+		// Kafka lets classic members join a consumer group (KIP-848's
+		// online migration); Berth does not.
+		return kerr.InconsistentGroupProtocol.Code
 	case !c.acceptJoining(g, req.MemberID):
 		return kerr.GroupMaxSizeReached.Code
 	case !g.supportsProtocols(req):
 		return kerr.InconsistentGroupProtocol.Code
+	}
+	if g.isConsumer() {
+		// An empty consumer group becomes a classic group, as in Kafka.
+		c.toClassic(g, j.now)
 	}
 	if req.MemberID == "" {
 		return c.joinUnknown(g, j, f)

@@ -4,10 +4,15 @@ package group
 // not own answers NOT_COORDINATOR; one being loaded answers
 // COORDINATOR_LOAD_IN_PROGRESS. Loading replays the partition's records
 // in log order into a buffer (latest record per key wins, tombstones
-// delete), and FinishLoad turns the buffer into groups.
+// delete), and FinishLoad turns the buffer into groups: classic groups
+// from their GroupMetadata record, consumer groups from their KIP-848
+// records.
 
 import (
 	"bytes"
+	"maps"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,8 +21,29 @@ import (
 
 // loadingGroup is what the records replayed so far say about one group.
 type loadingGroup struct {
-	meta    *kmsg.GroupMetadataValue
-	offsets map[topicPartition]offset
+	meta     *kmsg.GroupMetadataValue
+	offsets  map[topicPartition]offset
+	consumer *loadingConsumer // KIP-848 records (key versions 3-8)
+	// consumerLast: the latest group record was a consumer group's (a
+	// group converted from one protocol to the other has both).
+	consumerLast bool
+}
+
+// loadingConsumer is what the consumer group records replayed so far say.
+type loadingConsumer struct {
+	epoch           *int32 // nil: no live ConsumerGroupMetadata record
+	assignmentEpoch int32
+	members         map[string]*memberMetaValue
+	targets         map[string]assignment
+	current         map[string]*currentValue
+}
+
+func newLoadingConsumer() *loadingConsumer {
+	return &loadingConsumer{
+		members: make(map[string]*memberMetaValue),
+		targets: make(map[string]assignment),
+		current: make(map[string]*currentValue),
+	}
 }
 
 // BeginLoad marks partition p owned and loading. If p was already loaded,
@@ -43,12 +69,16 @@ func (c *Coordinator) LoadRecord(p int32, r Record) {
 	var (
 		o    offset
 		meta *kmsg.GroupMetadataValue
+		cv   any // a decoded consumer group value
 	)
 	if r.Value != nil {
-		if k.isOffset {
+		switch {
+		case k.isOffset:
 			o, err = decodeOffsetValue(r.Value)
-		} else {
+		case k.typ == 2:
 			meta, err = decodeGroupValue(r.Value)
+		default:
+			cv, err = decodeConsumerValue(k.typ, r.Value)
 		}
 		if err != nil {
 			c.log.Warn("skipping __consumer_offsets record", "partition", p, "group", k.group, "err", err)
@@ -72,8 +102,69 @@ func (c *Coordinator) LoadRecord(p int32, r Record) {
 		delete(lg.offsets, k.tp)
 	case k.isOffset:
 		lg.offsets[k.tp] = o
-	default:
+	case k.typ == 2:
 		lg.meta = meta // nil for a tombstone
+		if meta != nil {
+			lg.consumerLast = false
+		}
+	default:
+		lg.loadConsumer(k, cv)
+	}
+}
+
+// decodeConsumerValue decodes the value of a consumer group record.
+func decodeConsumerValue(typ int16, b []byte) (any, error) {
+	switch typ {
+	case recConsumerMetadata, recConsumerTargetMeta:
+		return decodeEpochValue(b)
+	case recConsumerMember:
+		return decodeMemberMetaValue(b)
+	case recConsumerTarget:
+		return decodeTargetValue(b)
+	case recConsumerCurrent:
+		return decodeCurrentValue(b)
+	}
+	return nil, nil // ConsumerGroupPartitionMetadata: not needed
+}
+
+// loadConsumer replays one consumer group record (v nil: a tombstone).
+func (lg *loadingGroup) loadConsumer(k decodedKey, v any) {
+	if lg.consumer == nil {
+		lg.consumer = newLoadingConsumer()
+	}
+	lc := lg.consumer
+	switch k.typ {
+	case recConsumerMetadata:
+		if v == nil {
+			lc.epoch = nil
+			return
+		}
+		e := v.(int32)
+		lc.epoch = &e
+		lg.consumerLast = true
+	case recConsumerTargetMeta:
+		lc.assignmentEpoch = 0
+		if v != nil {
+			lc.assignmentEpoch = v.(int32)
+		}
+	case recConsumerMember:
+		if v == nil {
+			delete(lc.members, k.member)
+		} else {
+			lc.members[k.member] = v.(*memberMetaValue)
+		}
+	case recConsumerTarget:
+		if v == nil {
+			delete(lc.targets, k.member)
+		} else {
+			lc.targets[k.member] = v.(assignment)
+		}
+	case recConsumerCurrent:
+		if v == nil {
+			delete(lc.current, k.member)
+		} else {
+			lc.current[k.member] = v.(*currentValue)
+		}
 	}
 }
 
@@ -88,11 +179,23 @@ func (c *Coordinator) FinishLoad(p int32) {
 	if ps == nil || !ps.loading {
 		return
 	}
+	var topics []TopicInfo
+	if c.topics != nil {
+		topics = c.topics.Topics()
+	}
 	for id, lg := range ps.loaded {
-		if lg.meta == nil && len(lg.offsets) == 0 {
+		consumer := lg.consumer != nil && lg.consumer.epoch != nil && (lg.meta == nil || lg.consumerLast)
+		if lg.meta == nil && len(lg.offsets) == 0 && !consumer {
 			continue
 		}
-		c.groups[id] = loadGroup(id, p, lg, now)
+		if consumer {
+			lg.meta = nil
+		}
+		g := loadGroup(id, p, lg, now)
+		if consumer {
+			c.loadConsumerGroup(g, lg.consumer, topics, now)
+		}
+		c.groups[id] = g
 	}
 	ps.loading, ps.loaded = false, nil
 }
@@ -147,6 +250,60 @@ func loadGroup(id string, p int32, lg *loadingGroup, now time.Time) *group {
 		}
 	}
 	return g
+}
+
+// loadConsumerGroup makes g a consumer group from its records. Members
+// come back with their epochs and assignments, their sessions (and the
+// rebalance timeouts of those revoking) starting now, so clients carry on
+// heartbeating to the new coordinator without rejoining.
+func (c *Coordinator) loadConsumerGroup(g *group, lc *loadingConsumer, topics []TopicInfo, now time.Time) {
+	cg := newConsumerGroup()
+	g.cg = cg
+	g.persisted = true
+	g.protocolType = consumerProtocolType
+	cg.epoch, cg.assignmentEpoch = *lc.epoch, lc.assignmentEpoch
+	for _, id := range slices.Sorted(maps.Keys(lc.members)) {
+		v := lc.members[id]
+		m := &cmember{
+			id: id, instanceID: v.instanceID, rackID: v.rackID, clientID: v.clientID, clientHost: v.clientHost,
+			topics:           slices.Compact(slices.Sorted(slices.Values(v.topics))),
+			rebalanceTimeout: time.Duration(v.rebalanceTimeoutMs) * time.Millisecond,
+			lastHeartbeat:    now,
+		}
+		if v.regex != nil && *v.regex != "" {
+			m.regex = *v.regex
+			m.re, _ = regexp.Compile("^(?:" + m.regex + ")$") // nil (matches nothing) if it no longer compiles
+		}
+		if v.assignor != nil {
+			m.assignor = *v.assignor
+		}
+		next := memberAssign{assigned: make(assignment), revoking: make(assignment)}
+		if cur := lc.current[id]; cur != nil {
+			next = memberAssign{epoch: cur.epoch, prevEpoch: cur.prevEpoch, state: cur.state, assigned: cur.assigned, revoking: cur.revoking}
+		}
+		m.memberAssign = memberAssign{assigned: make(assignment), revoking: make(assignment)}
+		cg.setAssign(m, next)
+		if m.state == memberUnrevoked {
+			m.revokeDeadline = now.Add(m.rebalanceTimeout)
+		}
+		cg.members[id] = m
+		cg.target[id] = lc.targets[id]
+		if cg.target[id] == nil {
+			cg.target[id] = make(assignment)
+		}
+		if m.instanceID != nil {
+			cg.static[*m.instanceID] = id
+		}
+	}
+	if topics != nil {
+		cg.topics = resolveTopicsFrom(cg, topics)
+		cg.topicsAt = now
+	}
+	cg.assignor = c.preferredAssignor(cg)
+	g.state = stateEmpty
+	if len(cg.members) > 0 {
+		g.state = stateStable
+	}
 }
 
 // Unload gives up partition p (lost leadership): its groups are dropped

@@ -2,9 +2,11 @@ package group
 
 // OffsetCommit (versions 0-10), OffsetFetch (0-10, multi-group from v8)
 // and OffsetDelete (0), plus offset expiry. Commits are applied in memory
-// only once the Store made them durable. Not honoured: OffsetFetch v9's
-// member id/epoch (KIP-848 groups only) and RequireStable, which is
-// accepted and has nothing to wait for without transactional offsets.
+// only once the Store made them durable. Members of KIP-848 consumer
+// groups commit with their member epoch (v9+) and fetch with their member
+// id and epoch (v9+): STALE_MEMBER_EPOCH when it is not the current one.
+// Not honoured: RequireStable, which is accepted and has nothing to wait
+// for without transactional offsets.
 
 import (
 	"cmp"
@@ -135,6 +137,9 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, respond func(*
 
 // validateCommit is Kafka's doCommitOffsets checks, in Kafka's order.
 func (c *Coordinator) validateCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
+	if g.isConsumer() {
+		return c.validateConsumerCommit(g, req)
+	}
 	switch {
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -148,6 +153,51 @@ func (c *Coordinator) validateCommit(g *group, req *kmsg.OffsetCommitRequest) in
 		return kerr.UnknownMemberID.Code
 	case req.Generation != g.generation:
 		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
+// validateConsumerCommit is Kafka's ConsumerGroup.validateOffsetCommit:
+// the generation of a commit is the member epoch (OffsetCommit v9+), which
+// must be the member's current one. Simple commits (generation -1) are
+// accepted while the group has no members.
+func (c *Coordinator) validateConsumerCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
+	cg := g.cg
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if req.Generation < 0 && len(cg.members) == 0 {
+		return 0
+	}
+	m := cg.members[req.MemberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case req.Version < 9:
+		// Kafka: members of the consumer protocol commit with v9+.
+		return kerr.UnsupportedVersion.Code
+	case req.Generation != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
+// validateConsumerFetch is Kafka's ConsumerGroup.validateOffsetFetch
+// (OffsetFetch v9+): a fetch that names a member must carry its current
+// epoch; admin fetches name none.
+func validateConsumerFetch(g *group, memberID *string, memberEpoch int32) int16 {
+	if memberID == nil && memberEpoch < 0 {
+		return 0
+	}
+	var m *cmember
+	if memberID != nil {
+		m = g.cg.members[*memberID]
+	}
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case memberEpoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
 	}
 	return 0
 }
@@ -188,7 +238,12 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			}
 			out := kmsg.NewOffsetFetchResponseGroup()
 			out.Group = rg.Group
-			code, got := c.fetchGroup(rg.Group, ask, rg.Topics == nil, req.Version >= 10)
+			var memberID *string
+			memberEpoch := int32(-1)
+			if req.Version >= 9 {
+				memberID, memberEpoch = rg.MemberID, rg.MemberEpoch
+			}
+			code, got := c.fetchGroup(rg.Group, ask, rg.Topics == nil, req.Version >= 10, memberID, memberEpoch)
 			out.ErrorCode = code
 			for _, ft := range got {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -216,7 +271,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		ask = append(ask, ft)
 	}
 	all := req.Topics == nil && req.Version >= 2
-	code, got := c.fetchGroup(req.Group, ask, all, false)
+	code, got := c.fetchGroup(req.Group, ask, all, false, nil, -1)
 	if code != 0 {
 		if req.Version >= 2 {
 			resp.ErrorCode = code
@@ -250,18 +305,25 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 var noOffset = offset{offset: -1, leaderEpoch: -1}
 
 // fetchGroup answers the topics asked (or all with all) from a group's
-// committed offsets; withIDs fills topic ids for v10.
-func (c *Coordinator) fetchGroup(id string, ask []fetchTopic, all, withIDs bool) (int16, []fetchTopic) {
+// committed offsets; withIDs fills topic ids for v10. A consumer group
+// checks the member id and epoch of v9+ (classic groups ignore them).
+func (c *Coordinator) fetchGroup(id string, ask []fetchTopic, all, withIDs bool, memberID *string, memberEpoch int32) (int16, []fetchTopic) {
 	g, code := c.acquire(id, false)
 	if code != 0 {
 		return code, nil
 	}
 	var offsets map[topicPartition]offset
 	if g != nil {
+		if g.isConsumer() && g.state != stateDead {
+			code = validateConsumerFetch(g, memberID, memberEpoch)
+		}
 		if g.state != stateDead {
 			offsets = maps.Clone(g.offsets)
 		}
 		g.mu.Unlock()
+	}
+	if code != 0 {
+		return code, nil
 	}
 	if !all {
 		for i := range ask {
@@ -391,6 +453,19 @@ const consumerProtocolType = "consumer"
 // from their consumer protocol metadata; ok is false when any cannot be
 // decoded (then every topic counts as subscribed, as in Kafka).
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.isConsumer() {
+		// Kafka's isSubscribedToTopic: named topics and regex matches.
+		topics := make(map[string]bool)
+		for name := range g.cg.topics {
+			topics[name] = true
+		}
+		for _, m := range g.cg.members {
+			for _, t := range m.topics {
+				topics[t] = true
+			}
+		}
+		return topics, true
+	}
 	if g.protocol == "" {
 		return nil, false
 	}
@@ -444,7 +519,10 @@ func (c *Coordinator) expireOffsets(g *group, now time.Time, f *fx) {
 	}
 	if len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
 		g.transition(stateDead, now)
-		if g.persisted || g.generation > 0 {
+		switch {
+		case g.isConsumer():
+			recs = append(recs, g.cg.tombstones(g.id)...)
+		case g.persisted || g.generation > 0:
 			recs = append(recs, groupTombstone(g.id))
 		}
 		c.log.Info("deleting empty group without offsets", "group", g.id)

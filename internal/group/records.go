@@ -5,14 +5,17 @@ package group
 // OffsetCommitValue (versions 0-3 read; we write 3, leader epoch -1 when
 // the commit had none), and a GroupMetadataKey (key version 2) with a
 // GroupMetadataValue (versions 0-3 read; we write 3). A nil value is a
-// tombstone: the offset or the group is deleted. Other key versions
-// (Kafka's KIP-848 consumer-group records, 3 and up) are skipped on load.
+// tombstone: the offset or the group is deleted. KIP-848 consumer group
+// records (key versions 3-8) are in consumer_records.go; other key
+// versions (share and streams groups, regular expressions) are skipped on
+// load.
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -70,6 +73,8 @@ type decodedKey struct {
 	group    string
 	isOffset bool
 	tp       topicPartition
+	typ      int16  // the key version: 0-1 offset, 2 classic group, 3-8 consumer group
+	member   string // consumer group member records (5, 7, 8)
 }
 
 func decodeKey(b []byte) (decodedKey, error) {
@@ -82,13 +87,24 @@ func decodeKey(b []byte) (decodedKey, error) {
 		if err := k.ReadFrom(b); err != nil {
 			return decodedKey{}, fmt.Errorf("%w: offset key: %v", ErrCorruptRecord, err)
 		}
-		return decodedKey{group: k.Group, isOffset: true, tp: topicPartition{k.Topic, k.Partition}}, nil
+		return decodedKey{group: k.Group, isOffset: true, tp: topicPartition{k.Topic, k.Partition}, typ: v}, nil
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(b); err != nil {
 			return decodedKey{}, fmt.Errorf("%w: group key: %v", ErrCorruptRecord, err)
 		}
-		return decodedKey{group: k.Group}, nil
+		return decodedKey{group: k.Group, typ: v}, nil
+	case recConsumerMetadata, recConsumerPartitions, recConsumerTargetMeta,
+		recConsumerMember, recConsumerTarget, recConsumerCurrent:
+		r := kbin.Reader{Src: b[2:]}
+		k := decodedKey{group: r.String(), typ: v}
+		if v == recConsumerMember || v == recConsumerTarget || v == recConsumerCurrent {
+			k.member = r.String()
+		}
+		if err := r.Complete(); err != nil {
+			return decodedKey{}, fmt.Errorf("%w: consumer group key %d: %v", ErrCorruptRecord, v, err)
+		}
+		return k, nil
 	default:
 		return decodedKey{}, fmt.Errorf("%w: key version %d", errSkipRecord, v)
 	}

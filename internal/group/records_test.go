@@ -116,8 +116,11 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 	if _, err := decodeKey([]byte{0, 1, 0, 9, 'g'}); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("truncated key: %v", err)
 	}
-	if _, err := decodeKey([]byte{0, 5, 0, 0}); !errors.Is(err, errSkipRecord) {
-		t.Fatalf("KIP-848 key: %v", err)
+	if _, err := decodeKey([]byte{0, 16, 0, 0}); !errors.Is(err, errSkipRecord) {
+		t.Fatalf("regular expression key: %v", err)
+	}
+	if _, err := decodeKey([]byte{0, 5, 0, 1, 'g'}); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("member key without a member: %v", err)
 	}
 	if _, err := decodeOffsetValue([]byte{0, 3, 0}); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("short value: %v", err)
