@@ -14,10 +14,12 @@
 // written; readers pin a segment with a reference count, so a segment
 // deleted under a reader keeps its file open until the reader is done.
 //
-// Lock order: syncMu → ckptMu → mu → segment.idxMu. syncMu serialises Sync
-// (and Close); Sync holds mu only to snapshot what to fsync, never during
-// the fsync. ckptMu serialises checkpoint writers so a stale snapshot never
-// overwrites a newer one.
+// Lock order: cleanMu → syncMu → ckptMu → mu → segment.idxMu. syncMu
+// serialises Sync (and Close); Sync holds mu only to snapshot what to fsync,
+// never during the fsync. ckptMu serialises checkpoint writers so a stale
+// snapshot never overwrites a newer one. cleanMu serialises Compact, which
+// holds it for a whole round and takes mu only to snapshot the segments and
+// to swap each rewritten group in (clean.go, clean_swap.go).
 package log
 
 import (
@@ -40,9 +42,14 @@ type Log struct {
 	now    func() time.Time
 	logger *slog.Logger
 
-	syncMu sync.Mutex
-	ckptMu sync.Mutex
-	mu     sync.Mutex // the append path; see the package comment
+	syncMu  sync.Mutex
+	ckptMu  sync.Mutex
+	mu      sync.Mutex // the append path; see the package comment
+	cleanMu sync.Mutex // one Compact at a time
+
+	// Owned by cleanMu:
+	warnedNullKey bool                     // logged once: compacted records without a key
+	cleanHook     func(point string) error // tests: crash points of a clean
 
 	// Read without mu:
 	segs     atomic.Pointer[[]*segment] // oldest first; the last is active
@@ -59,7 +66,8 @@ type Log struct {
 	unsynced []*segment // rolled segments not yet fsynced
 	dirDirty bool       // files created, renamed or removed since the last dir fsync
 	epochs   epochCache
-	rp       int64 // last persisted recovery point
+	rp       int64        // last persisted recovery point
+	cleaner  cleanerState // compaction progress; written with ckptMu held too
 }
 
 // AppendResult describes an append.

@@ -187,6 +187,9 @@ func (l *Log) Truncate(offset int64) error {
 	if l.durable.Load() > leo {
 		l.durable.Store(leo)
 	}
+	if err := l.cleanerTruncatedLocked(leo); err != nil {
+		return err
+	}
 	l.epochs.truncateFromEnd(leo)
 	if err := l.persistEpochsLocked(); err != nil {
 		return err

@@ -66,6 +66,9 @@ func (l *Log) load() error {
 	if err != nil {
 		return fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
+	if names, err = l.recoverCleanerFiles(names); err != nil {
+		return err
+	}
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
 		have[n] = true
@@ -227,6 +230,9 @@ func (l *Log) load() error {
 		}
 	}
 	l.rp = leo
+	if err := l.loadCleanerState(leo); err != nil {
+		return err
+	}
 	l.dropStaleProducerSnapshot(leo)
 	if l.dirDirty || len(recovered) > 0 {
 		if err := l.fs.SyncDir(l.dir); err != nil {

@@ -1,0 +1,255 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// cleanRecord locates one record in a batch's (decompressed) record bytes.
+type cleanRecord struct {
+	start, end int    // the whole record, its length varint included
+	offDelta   int64  // offsetDelta
+	tsDelta    int64  // timestampDelta
+	key        []byte // aliases the record bytes; nil with nullKey
+	nullKey    bool
+	tombstone  bool // null value
+}
+
+var errBadRecords = errors.New("malformed records")
+
+// walkRecords parses the records of a batch whose header says count
+// records and last offset delta lastDelta, appending them to out[:0]. It
+// reads the fields compaction needs (offset and timestamp deltas, key,
+// whether the value is null) and skips the headers by the record length. It
+// fails unless the records are well formed, exactly count, with offset
+// deltas strictly increasing within [0, lastDelta].
+func walkRecords(p []byte, count int32, lastDelta int32, out []cleanRecord) ([]cleanRecord, error) {
+	out = out[:0]
+	prev := int64(-1)
+	for pos := 0; pos < len(p); {
+		length, n := binary.Varint(p[pos:])
+		if n <= 0 || length < 1 || length > int64(len(p)-pos-n) {
+			return nil, fmt.Errorf("%w: bad length at byte %d", errBadRecords, pos)
+		}
+		r := cleanRecord{start: pos, end: pos + n + int(length)}
+		d := p[pos+n+1 : r.end] // after the attributes byte
+		var k int
+		if r.tsDelta, k = binary.Varint(d); k <= 0 {
+			return nil, fmt.Errorf("%w: bad timestamp delta at byte %d", errBadRecords, pos)
+		}
+		d = d[k:]
+		if r.offDelta, k = binary.Varint(d); k <= 0 || r.offDelta <= prev || r.offDelta > int64(lastDelta) {
+			return nil, fmt.Errorf("%w: bad offset delta at byte %d", errBadRecords, pos)
+		}
+		d = d[k:]
+		keyLen, k := binary.Varint(d)
+		if k <= 0 || keyLen < -1 || keyLen > int64(len(d)-k) {
+			return nil, fmt.Errorf("%w: bad key length at byte %d", errBadRecords, pos)
+		}
+		d = d[k:]
+		if keyLen < 0 {
+			r.nullKey = true
+		} else {
+			r.key, d = d[:keyLen:keyLen], d[keyLen:]
+		}
+		valLen, k := binary.Varint(d)
+		if k <= 0 || valLen < -1 || valLen > int64(len(d)-k) {
+			return nil, fmt.Errorf("%w: bad value length at byte %d", errBadRecords, pos)
+		}
+		r.tombstone = valLen < 0
+		prev = r.offDelta
+		out = append(out, r)
+		pos = r.end
+	}
+	if len(out) != int(count) {
+		return nil, fmt.Errorf("%w: header says %d records, found %d", errBadRecords, count, len(out))
+	}
+	return out, nil
+}
+
+// batchFilter rewrites batches for the cleaning pass: it drops records the
+// offset map holds a later offset for and tombstones past their delete
+// horizon. One per Compact call.
+type batchFilter struct {
+	m         *offsetMap // nil: nothing superseded (a tombstones-only pass)
+	rounds    []cleanRound
+	now       int64
+	end       int64 // offsets below were mapped by this round
+	horizon   int64 // delete horizon of tombstones this round maps first
+	codecs    *cleanCodecs
+	recs      []cleanRecord
+	raw, body []byte // decompressed records; the records that stay
+	out       []byte // the rewritten batch
+
+	removed, tombstones int64 // records dropped; of which tombstones past their horizon
+	nullKeys            int64 // records without a key, kept
+	malformed           int64 // batches kept whole because their records did not parse
+	due                 int64 // earliest horizon of a tombstone kept; 0 none
+}
+
+// filter returns what replaces batch b (header h) in the cleaned segment:
+// b itself when every record stays, a rewritten batch (valid until the next
+// call), or nil when no record stays. keepEmpty keeps a batch with no
+// records left as an empty batch: the cleaner does so for the last batch
+// of every output segment, so the segment keeps its offset range.
+//
+// Control batches and transactional batches pass untouched, as do batches
+// whose records do not parse or use an unknown codec.
+func (f *batchFilter) filter(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
+	if h.IsControl() || h.IsTransactional() {
+		return b, nil
+	}
+	codec := h.Compression()
+	raw := b[BatchHeaderSize:]
+	if codec != 0 {
+		var err error
+		if f.raw, err = f.codecs.decompress(codec, raw, f.raw); err != nil {
+			f.malformed++
+			return b, nil
+		}
+		raw = f.raw
+	}
+	recs, err := walkRecords(raw, h.RecordCount, h.LastOffsetDelta, f.recs)
+	if err != nil {
+		f.malformed++
+		return b, nil
+	}
+	f.recs = recs
+	if len(recs) == 0 {
+		// Left by an earlier clean as the last batch of a segment; no
+		// longer needed unless it still ends one.
+		if keepEmpty {
+			return b, nil
+		}
+		return nil, nil
+	}
+	f.body = f.body[:0]
+	kept, maxTS := 0, int64(-1)
+	for _, r := range recs {
+		if !f.keep(h, r) {
+			continue
+		}
+		kept++
+		f.body = append(f.body, raw[r.start:r.end]...)
+		maxTS = max(maxTS, h.BaseTimestamp+r.tsDelta)
+	}
+	switch {
+	case kept == len(recs):
+		return b, nil
+	case kept == 0 && !keepEmpty:
+		return nil, nil
+	case kept == 0:
+		return f.emptyBatch(b), nil
+	}
+	body := f.body
+	if codec != 0 {
+		if body, err = f.codecs.compress(codec, bytes.HasPrefix(b[BatchHeaderSize:], xerialMagic), f.body); err != nil {
+			return nil, fmt.Errorf("log: recompress batch at offset %d: %w", h.BaseOffset, err)
+		}
+	}
+	f.out = append(append(f.out[:0], b[:BatchHeaderSize]...), body...)
+	binary.BigEndian.PutUint32(f.out[offLength:], uint32(len(f.out)-batchOverhead))
+	binary.BigEndian.PutUint32(f.out[offRecordCount:], uint32(kept))
+	if h.Attributes&attrLogAppendTime == 0 {
+		binary.BigEndian.PutUint64(f.out[offMaxTimestamp:], uint64(maxTS))
+	}
+	binary.BigEndian.PutUint32(f.out[offCRC:], crc32.Checksum(f.out[offAttributes:], castagnoli))
+	return f.out, nil
+}
+
+// keep decides one record's fate.
+func (f *batchFilter) keep(h BatchHeader, r cleanRecord) bool {
+	if r.nullKey {
+		f.nullKeys++
+		return true
+	}
+	off := h.BaseOffset + r.offDelta
+	if f.m != nil {
+		if latest, ok := f.m.get(f.m.hash(r.key)); ok && latest > off {
+			f.removed++
+			return false
+		}
+	}
+	if !r.tombstone {
+		return true
+	}
+	horizon, passed := horizonAt(f.rounds, off)
+	if passed && f.now >= horizon {
+		f.removed++
+		f.tombstones++
+		return false
+	}
+	if !passed {
+		if off >= f.end {
+			return true // not mapped yet: a later round sets its horizon
+		}
+		horizon = f.horizon
+	}
+	if f.due == 0 || horizon < f.due {
+		f.due = horizon
+	}
+	return true
+}
+
+// emptyBatch is b with its records removed, as Kafka writes a batch it
+// keeps for its offsets and producer fields: uncompressed, recordCount 0,
+// every other header field (offsets, timestamps, producer id, epoch and
+// sequence) as it was.
+func (f *batchFilter) emptyBatch(b []byte) []byte {
+	f.out = append(f.out[:0], b[:BatchHeaderSize]...)
+	binary.BigEndian.PutUint32(f.out[offLength:], uint32(minBatchLength))
+	attrs := binary.BigEndian.Uint16(f.out[offAttributes:]) &^ attrCompressionMask
+	binary.BigEndian.PutUint16(f.out[offAttributes:], attrs)
+	binary.BigEndian.PutUint32(f.out[offRecordCount:], 0)
+	binary.BigEndian.PutUint32(f.out[offCRC:], crc32.Checksum(f.out[offAttributes:], castagnoli))
+	return f.out
+}
+
+// mapBatch adds the keys of batch b (header h) at or after from to m. It
+// reports false, adding nothing, when they might not fit. Control,
+// transactional and unparsable batches add nothing: their records never
+// supersede others, since a transaction may have been aborted (the log does
+// not know) and the cleaner leaves those batches alone.
+func (f *batchFilter) mapBatch(m *offsetMap, h BatchHeader, b []byte, from int64, hashes []keyHash, offs []int64) (bool, []keyHash, []int64) {
+	hashes, offs = hashes[:0], offs[:0]
+	if h.IsControl() || h.IsTransactional() {
+		return true, hashes, offs
+	}
+	raw := b[BatchHeaderSize:]
+	if codec := h.Compression(); codec != 0 {
+		var err error
+		if f.raw, err = f.codecs.decompress(codec, raw, f.raw); err != nil {
+			f.malformed++
+			return true, hashes, offs
+		}
+		raw = f.raw
+	}
+	recs, err := walkRecords(raw, h.RecordCount, h.LastOffsetDelta, f.recs)
+	if err != nil {
+		f.malformed++
+		return true, hashes, offs
+	}
+	f.recs = recs
+	fresh := 0
+	for _, r := range recs {
+		off := h.BaseOffset + r.offDelta
+		if r.nullKey || off < from {
+			continue
+		}
+		kh := m.hash(r.key)
+		if !m.has(kh) {
+			fresh++ // keys repeated within the batch count twice: safe
+		}
+		hashes, offs = append(hashes, kh), append(offs, off)
+	}
+	if fresh > m.room() {
+		return false, hashes, offs
+	}
+	for i, kh := range hashes {
+		m.put(kh, offs[i])
+	}
+	return true, hashes, offs
+}

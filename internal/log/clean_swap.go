@@ -1,0 +1,455 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Compaction output goes through two sets of files beside the segments,
+// named after the base offset of the group's first segment (see
+// docs/format/log.md):
+//
+//   - <base>.log.cleaned, .index.cleaned, .timeindex.cleaned: being
+//     written. Never trusted: Open deletes them.
+//   - <base>.log.swap (and the index .swap files): complete, fsynced,
+//     replacing every segment whose base lies in [base, end of the swap's
+//     data). Open completes the swap (Kafka's rule).
+//
+// Every rewritten group keeps its last batch (as an empty batch if none of
+// its records stay), so the .swap's data ends exactly where the group did
+// and Open knows which segments it replaces.
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+)
+
+// cleanFiles names one group's output files with a suffix.
+type cleanFiles struct{ log, idx, tidx string }
+
+func (l *Log) cleanFiles(base int64, suffix string) cleanFiles {
+	stem := l.path(segmentName(base))
+	return cleanFiles{stem + logSuffix + suffix, stem + indexSuffix + suffix, stem + timeIndexSuffix + suffix}
+}
+
+func (f cleanFiles) all() []string { return []string{f.idx, f.tidx, f.log} }
+
+// errSimulatedCrash is returned by test hooks to stop a clean as a crash
+// would, leaving its files on disk.
+var errSimulatedCrash = errors.New("log: simulated crash")
+
+// cleanAt runs the test hook, if any, at a named point of a clean.
+func (l *Log) cleanAt(point string) error {
+	if l.cleanHook == nil {
+		return nil
+	}
+	return l.cleanHook(point)
+}
+
+// cleanWriteBuffer is how much output the cleaner gathers per write.
+const cleanWriteBuffer = 1 << 20
+
+// cleanGroup rewrites the segments g into one and swaps it in. ok is false
+// when the log changed under the clean and the group was left alone.
+func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats) (ok bool, err error) {
+	l := c.l
+	base := g[0].base
+	cleaned, swap := l.cleanFiles(base, cleanedSuffix), l.cleanFiles(base, swapSuffix)
+	for _, p := range cleaned.all() {
+		l.fs.Remove(p) // a leftover of a failed clean, if any
+	}
+	f, err := l.fs.OpenFile(cleaned.log, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("log: compaction output: %w", wrapDiskFull(err))
+	}
+	out := newSegment(l.dir, base, f)
+	swapped, crashed := false, false
+	defer func() {
+		if swapped {
+			return
+		}
+		out.release()
+		if crashed {
+			return // leave the files as a crash would
+		}
+		for _, p := range append(cleaned.all(), swap.all()...) {
+			if rerr := l.fs.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				l.logger.Warn("log: removing compaction output", "dir", l.dir, "file", p, "err", rerr)
+			}
+		}
+	}()
+
+	removed, tombstones := c.f.removed, c.f.tombstones
+	w := segWriter{f: f, s: out, buf: c.wbuf[:0], th: c.th, ctx: ctx,
+		interval: int64(c.snap.cfg.IndexIntervalBytes), maxEntries: c.snap.cfg.maxIndexEntries()}
+	lastSeg := len(g) - 1
+	for lastSeg > 0 && g[lastSeg].size.Load() == 0 {
+		lastSeg--
+	}
+	changed := len(g) > 1
+	var before int64
+	for gi, s := range g {
+		size := s.size.Load()
+		before += size
+		sc := newScanner(s.f, s.name(), 0, size, s.base, 0)
+		for {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			h, pos, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return false, fmt.Errorf("log: compaction: %w", err)
+			}
+			bsize := int64(h.Size())
+			if err := c.th.take(ctx, bsize); err != nil {
+				return false, err
+			}
+			b, err := sc.window(pos, bsize)
+			if err != nil {
+				return false, err
+			}
+			nb, err := c.f.filter(h, b, gi == lastSeg && pos+bsize == size)
+			if err != nil {
+				return false, err
+			}
+			if nb == nil || &nb[0] != &b[0] {
+				changed = true
+			}
+			if nb != nil {
+				if err := w.add(nb); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	c.wbuf = w.buf
+	if !changed {
+		return true, nil // a lone segment with nothing to drop stays as it is
+	}
+	if err := w.flush(); err != nil {
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		return false, fmt.Errorf("log: fsync %s: %w", cleaned.log, err)
+	}
+	out.size.Store(w.pos)
+	out.finishIndex()
+	idx, tidx := out.indexBytes()
+	if err := writeFileSync(l.fs, cleaned.idx, idx); err != nil {
+		return false, err
+	}
+	if err := writeFileSync(l.fs, cleaned.tidx, tidx); err != nil {
+		return false, err
+	}
+	if err := l.cleanAt("cleaned"); err != nil {
+		crashed = errors.Is(err, errSimulatedCrash)
+		return false, err
+	}
+	swapped, err = l.swapIn(g, out, cleaned, swap, c.snap.gen)
+	if errors.Is(err, errSimulatedCrash) {
+		crashed = true
+		return false, err
+	}
+	if !swapped {
+		return false, err
+	}
+	st.SegmentsCleaned += len(g)
+	st.BytesBefore += before
+	st.BytesAfter += w.pos
+	st.RecordsRemoved += c.f.removed - removed
+	st.TombstonesRemoved += c.f.tombstones - tombstones
+	return true, err
+}
+
+// swapIn replaces the segments g with out under mu. It first checks that g
+// are still in the log, unchanged (no truncation since the round began)
+// and closed; if not it returns false and the caller deletes the output.
+//
+// On disk: the .cleaned files become the .swap set (the .log last: it
+// commits the set), the directory is fsynced, the old segments' files are
+// deleted, the directory is fsynced again, and the .swap files take the
+// final names (the .log last, replacing the first old segment's atomically).
+// A crash at any point leaves either the old segments or a .swap set that
+// Open completes; the two fsyncs keep a crash from leaving the new segment
+// beside old ones it replaced. A group of one segment needs neither fsync:
+// its swap is one atomic rename. Readers holding an old segment keep its
+// open file until they release it.
+//
+// After the old files are deleted there is no way back: an error then
+// fails the log (reopening completes the swap).
+func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writable() != nil || l.truncGen.Load() != gen {
+		return false, nil
+	}
+	segs := l.segments()
+	i := slices.Index(segs, g[0])
+	if i < 0 || i+len(g) >= len(segs) {
+		return false, nil
+	}
+	for j, s := range g {
+		if segs[i+j] != s {
+			return false, nil
+		}
+	}
+	for _, p := range [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}, {cleaned.log, swap.log}} {
+		if err := l.fs.Rename(p[0], p[1]); err != nil {
+			return false, fmt.Errorf("log: compaction swap: %w", err)
+		}
+	}
+	multi := len(g) > 1
+	if multi {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.fail(fmt.Errorf("log: sync %s: %w", l.dir, err))
+			return false, fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+	}
+	if err := l.cleanAt("swap"); err != nil {
+		return false, err
+	}
+
+	// No way back from here.
+	var ferr error
+	for _, s := range g[1:] {
+		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath()} {
+			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && ferr == nil {
+				ferr = fmt.Errorf("log: remove %s: %w", p, err)
+			}
+		}
+	}
+	// The first segment's indexes go before the renames, so a crash never
+	// pairs an index with the wrong data.
+	for _, p := range []string{g[0].indexPath(), g[0].timeIndexPath()} {
+		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.logger.Warn("log: removing index of a compacted segment", "dir", l.dir, "file", p, "err", err)
+		}
+	}
+	if multi && ferr == nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			ferr = fmt.Errorf("log: sync %s: %w", l.dir, err)
+		}
+	}
+	if err := l.cleanAt("deleted"); err != nil {
+		return false, err
+	}
+	if ferr == nil {
+		for _, p := range [][2]string{{swap.idx, out.indexPath()}, {swap.tidx, out.timeIndexPath()}} {
+			if err := l.fs.Rename(p[0], p[1]); err != nil {
+				// An index is a cache: Open rebuilds a missing one.
+				l.logger.Warn("log: renaming compacted index", "dir", l.dir, "file", p[0], "err", err)
+				l.fs.Remove(p[0])
+			}
+		}
+		if err := l.cleanAt("indexed"); err != nil {
+			return false, err
+		}
+		if err := l.fs.Rename(swap.log, out.path); err != nil {
+			ferr = fmt.Errorf("log: compaction swap: %w", err)
+		}
+	}
+
+	ns := make([]*segment, 0, len(segs)-len(g)+1)
+	ns = append(append(append(ns, segs[:i]...), out), segs[i+len(g):]...)
+	l.setSegments(ns)
+	for _, s := range g {
+		s.deleted.Store(true)
+		s.release()
+		l.unsynced = removeSegment(l.unsynced, s)
+	}
+	l.dirDirty = true
+	if ferr != nil {
+		l.fail(ferr)
+		return true, fmt.Errorf("%w: %w", ErrFailed, ferr)
+	}
+	return true, nil
+}
+
+// segWriter writes a cleaned segment through a buffer, indexing each
+// batch as the append path does.
+type segWriter struct {
+	f          File
+	s          *segment
+	buf        []byte
+	pos        int64 // bytes added
+	flushed    int64 // bytes written
+	interval   int64
+	maxEntries int
+	th         *throttle
+	ctx        context.Context
+}
+
+func (w *segWriter) add(b []byte) error {
+	size := int64(len(b))
+	w.s.indexBatch(w.pos, peekBase(b), size, peekMaxTimestamp(b), w.interval, w.maxEntries)
+	w.buf = append(w.buf, b...)
+	w.pos += size
+	w.s.next.Store(peekBase(b) + peekLastDelta(b) + 1)
+	if len(w.buf) >= cleanWriteBuffer {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *segWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if err := w.th.take(w.ctx, int64(len(w.buf))); err != nil {
+		return err
+	}
+	if _, err := w.f.WriteAt(w.buf, w.flushed); err != nil {
+		return fmt.Errorf("log: write compacted %s: %w", w.s.name(), wrapDiskFull(err))
+	}
+	w.flushed += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// writeFileSync creates name with data and fsyncs it.
+func writeFileSync(fs FS, name string, data []byte) error {
+	f, err := fs.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("log: create %s: %w", name, wrapDiskFull(err))
+	}
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("log: write %s: %w", name, wrapDiskFull(err))
+	}
+	return nil
+}
+
+// recoverCleanerFiles finishes what a crash interrupted, before Open loads
+// the segments: .cleaned files are deleted; each <base>.log.swap replaces
+// the segments whose base lies in [base, end of its data) and takes its
+// final name, with its index .swap files; index .swap files without their
+// .log.swap are deleted. It returns the directory listing afterwards.
+func (l *Log) recoverCleanerFiles(names []string) ([]string, error) {
+	touched := false
+	var swaps []int64
+	for _, n := range names {
+		if strings.HasSuffix(n, cleanedSuffix) {
+			l.remove(n)
+			touched = true
+		} else if stem, ok := strings.CutSuffix(n, swapSuffix); ok {
+			if base, ok := parseSegmentName(stem); ok {
+				swaps = append(swaps, base)
+			}
+		}
+	}
+	for _, base := range swaps {
+		if err := l.completeSwap(base, names); err != nil {
+			return nil, err
+		}
+		touched = true
+	}
+	if !touched && !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, swapSuffix) }) {
+		return names, nil
+	}
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
+	}
+	for _, n := range names {
+		stem, ok := strings.CutSuffix(n, swapSuffix)
+		if !ok {
+			continue
+		}
+		// An index .swap without its .log.swap: the set was being
+		// formed, or the .log.swap already took its final name before
+		// this index did. Either way the segment's index files may not
+		// match its data; they are rebuilt.
+		l.remove(n)
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if base, ok := strings.CutSuffix(stem, suf); ok {
+				l.remove(base + indexSuffix)
+				l.remove(base + timeIndexSuffix)
+			}
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return nil, fmt.Errorf("log: sync %s: %w", l.dir, err)
+	}
+	return l.fs.ReadDir(l.dir)
+}
+
+// completeSwap finishes the swap of <base>.log.swap.
+func (l *Log) completeSwap(base int64, names []string) error {
+	swap := l.cleanFiles(base, swapSuffix)
+	end, corrupt, err := l.swapEnd(swap.log, base)
+	if err != nil {
+		return err
+	}
+	l.logger.Warn("log: completing an interrupted compaction swap", "dir", l.dir,
+		"segment", segmentName(base)+logSuffix, "replaces_below", end)
+	for _, n := range names {
+		if b, ok := parseSegmentName(n); ok && b >= base && (b < end || b == base) {
+			l.removeSegmentFiles(b)
+		}
+	}
+	// The old segments must be gone for good before the new one takes
+	// its name; otherwise a crash could leave both.
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync %s: %w", l.dir, err)
+	}
+	final := l.cleanFiles(base, "")
+	for _, p := range [][2]string{{swap.idx, final.idx}, {swap.tidx, final.tidx}} {
+		if corrupt {
+			l.remove(p[0]) // rebuild the indexes while recovery truncates the data
+			continue
+		}
+		if err := l.fs.Rename(p[0], p[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.remove(p[0])
+		}
+	}
+	if err := l.fs.Rename(swap.log, final.log); err != nil {
+		return fmt.Errorf("log: complete compaction swap: %w", err)
+	}
+	l.dirDirty = true
+	return nil
+}
+
+// swapEnd returns the offset after the last batch of a .swap segment file
+// (base if it has none). corrupt reports a bad batch, which the swap had
+// been fsynced before it was named .swap so only a failing disk explains;
+// the end is then that of the valid prefix.
+func (l *Log) swapEnd(name string, base int64) (end int64, corrupt bool, err error) {
+	f, err := l.fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, false, fmt.Errorf("log: open %s: %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("log: stat %s: %w", name, err)
+	}
+	sc := newScanner(f, name, 0, fi.Size(), base, 0)
+	end = base
+	for {
+		h, _, err := sc.next()
+		if err == io.EOF {
+			return end, false, nil
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			l.logger.Warn("log: compaction swap file is corrupt", "dir", l.dir, "file", name, "err", err)
+			return end, true, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		end = h.LastOffset() + 1
+	}
+}
