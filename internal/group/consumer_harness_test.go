@@ -141,6 +141,11 @@ func (h *harness) consumerHeartbeat(d *datadriven.TestData) {
 	case d.HasArg("join"):
 		req.MemberEpoch = 0
 		full()
+		if d.HasArg("owned") {
+			for _, tp := range parseTPs(h.args(d, "owned")).topicIDs() {
+				req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: tp, Partitions: []int32{0}})
+			}
+		}
 	case d.HasArg("leave"):
 		req.MemberEpoch = leaveEpoch
 	case d.HasArg("static-leave"):

@@ -124,11 +124,13 @@ func (c *Coordinator) validateHeartbeat(hb *cgRequest) *cgError {
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		// Kafka matches the whole topic name (RE2/J, whose syntax Go's
 		// regexp shares).
-		re, err := regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
+		_, err := regexp.Compile(*req.SubscribedTopicRegex)
+		if err == nil {
+			hb.re, err = regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
+		}
 		if err != nil {
 			return cgErr(kerr.InvalidRegularExpression, "SubscribedTopicRegex %s is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
 		}
-		hb.re = re
 	}
 	return nil
 }
