@@ -123,6 +123,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		RetentionCheck: cfg.Duration("log.retention.check.interval.ms"),
 		ProducerExpiry: cfg.Duration("producer.id.expiration.ms"),
 		MinFreeBytes:   cfg.Int("log.dir.min.free.bytes"),
+		CleanerEnable:  cfg.Bool("log.cleaner.enable"),
+		CleanerBackoff: cfg.Duration("log.cleaner.backoff.ms"),
 		Resolve:        func(t map[string]string) replica.TopicConfig { return resolveTopic(cfg, n.ctrl.Image(), t) },
 		Logger:         logger.With("component", "replica"),
 	})
@@ -294,7 +296,16 @@ func resolveTopic(cfg *config.Config, im *metadata.Image, topic map[string]strin
 	lc.SegmentIndexBytes = int32(num("segment.index.bytes"))
 	lc.RetentionMs = num("retention.ms")
 	lc.RetentionBytes = num("retention.bytes")
+	ratio, _ := strconv.ParseFloat(get("min.cleanable.dirty.ratio"), 64)
 	return replica.TopicConfig{
+		Compact: blog.CompactConfig{
+			DeleteRetentionMs:      num("delete.retention.ms"),
+			MinCompactionLagMs:     num("min.compaction.lag.ms"),
+			MaxCompactionLagMs:     num("max.compaction.lag.ms"),
+			MinCleanableDirtyRatio: ratio,
+			MaxMemoryBytes:         cfg.Int("log.cleaner.dedupe.buffer.size"),
+			IORateBytesPerSec:      cfg.Int("log.cleaner.io.max.bytes.per.second"),
+		},
 		Log:               lc,
 		MaxMessageBytes:   int(num("max.message.bytes")),
 		LogAppendTime:     get("message.timestamp.type") == "LogAppendTime",

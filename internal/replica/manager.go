@@ -34,6 +34,10 @@ type ManagerConfig struct {
 	Resolve func(topicConfigs map[string]string) TopicConfig
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// CleanerEnable runs log compaction (log.cleaner.enable) every
+	// CleanerBackoff (log.cleaner.backoff.ms).
+	CleanerEnable  bool
+	CleanerBackoff time.Duration
 	// FS is the filesystem for partition logs; nil is the OS. Tests pass
 	// a log.FaultFS to inject full disks and failed fsyncs.
 	FS blog.FS
@@ -88,6 +92,9 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.RetentionCheck <= 0 {
 		cfg.RetentionCheck = 5 * time.Minute
 	}
+	if cfg.CleanerBackoff <= 0 {
+		cfg.CleanerBackoff = 15 * time.Second
+	}
 	if cfg.ProducerExpiry <= 0 {
 		cfg.ProducerExpiry = 24 * time.Hour
 	}
@@ -106,7 +113,10 @@ func (m *Manager) Start(ctx context.Context) {
 	go m.syncLoop(ctx)
 	go m.retentionLoop(ctx)
 	go m.diskLoop(ctx)
-
+	if m.cfg.CleanerEnable {
+		m.wg.Add(1)
+		go m.cleanerLoop(ctx)
+	}
 }
 
 // Close stops the loops, syncs and closes every log.

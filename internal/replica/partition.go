@@ -85,6 +85,7 @@ type TopicConfig struct {
 	TimestampAfterMs  int64
 	MinInsyncReplicas int
 	CleanupPolicy     string
+	Compact           blog.CompactConfig
 }
 
 // Config returns the partition's current topic configuration.
