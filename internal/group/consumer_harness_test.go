@@ -62,7 +62,7 @@ func (h *harness) runConsumer(d *datadriven.TestData) bool {
 		} else {
 			delete(h.topics, name)
 		}
-		return true
+		h.printf("ok")
 	default:
 		return false
 	}
@@ -121,6 +121,7 @@ func (h *harness) consumerHeartbeat(d *datadriven.TestData) {
 	}
 	owned := h.owned[alias]
 	subs := h.subs[alias]
+	regex, hasRegex := h.regexes[alias]
 	h.mu.Unlock()
 	switch {
 	case d.HasArg("id"):
@@ -132,7 +133,10 @@ func (h *harness) consumerHeartbeat(d *datadriven.TestData) {
 	full := func() {
 		req.RebalanceTimeoutMillis = int32(h.dur(d, "rebalance", "30s").Milliseconds())
 		req.SubscribedTopicNames = subs
-		if req.SubscribedTopicNames == nil && !d.HasArg("regex") {
+		if hasRegex {
+			req.SubscribedTopicRegex = &regex
+		}
+		if req.SubscribedTopicNames == nil && !d.HasArg("regex") && !hasRegex {
 			req.SubscribedTopicNames = []string{"t"}
 		}
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -191,11 +195,14 @@ func (h *harness) consumerHeartbeat(d *datadriven.TestData) {
 	client := h.arg(d, "client", alias)
 	h.c.ConsumerGroupHeartbeat(req, client, "/10.0.0.1", func(resp *kmsg.ConsumerGroupHeartbeatResponse) {
 		h.mu.Lock()
-		if resp.ErrorCode == 0 && resp.MemberID != nil {
+		if resp.ErrorCode == 0 && resp.MemberID != nil && req.MemberEpoch >= 0 {
 			h.members[alias] = *resp.MemberID
 			h.gens[alias] = resp.MemberEpoch
 			if req.SubscribedTopicNames != nil {
 				h.subs[alias] = req.SubscribedTopicNames
+			}
+			if req.SubscribedTopicRegex != nil {
+				h.regexes[alias] = *req.SubscribedTopicRegex
 			}
 		}
 		if resp.Assignment != nil {

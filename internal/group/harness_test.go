@@ -113,13 +113,14 @@ type harness struct {
 	gens    map[string]int32  // alias -> generation of its last join (a consumer group member's epoch)
 	owned   map[string]assignment
 	subs    map[string][]string // alias -> topics of a consumer group member's subscription
+	regexes map[string]string   // alias -> a consumer group member's regex subscription
 }
 
 var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, now: epoch, store: newFakeStore(), topics: fakeTopics{"t": 4, "u": 2},
-		members: map[string]string{}, gens: map[string]int32{}, owned: map[string]assignment{}, subs: map[string][]string{}}
+		members: map[string]string{}, gens: map[string]int32{}, owned: map[string]assignment{}, subs: map[string][]string{}, regexes: map[string]string{}}
 	return h
 }
 
@@ -283,7 +284,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.topics = fakeTopics{"t": 4, "u": 2}
 		h.mu.Lock()
 		h.members, h.gens = map[string]string{}, map[string]int32{}
-		h.owned, h.subs = map[string]assignment{}, map[string][]string{}
+		h.owned, h.subs, h.regexes = map[string]assignment{}, map[string][]string{}, map[string]string{}
 		h.mu.Unlock()
 		h.c = h.newCoordinator()
 		if !d.HasArg("noload") {
