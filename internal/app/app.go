@@ -143,12 +143,19 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		OffsetsRetention:       time.Duration(cfg.Int("offsets.retention.minutes")) * time.Minute,
 		OffsetsTopicPartitions: int32(cfg.Int("offsets.topic.num.partitions")),
 		MaxMetadataBytes:       int(cfg.Int("offset.metadata.max.bytes")),
+
+		ConsumerHeartbeatInterval: cfg.Duration("group.consumer.heartbeat.interval.ms"),
+		ConsumerSessionTimeout:    cfg.Duration("group.consumer.session.timeout.ms"),
+		ConsumerAssignors:         strings.Split(cfg.Get("group.consumer.assignors"), ","),
 		Logger:                 logger,
 	}
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"
 	}
 	gc.Defaults()
+	if err := gc.Validate(); err != nil {
+		return nil, err
+	}
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
 	n.loader = &offsetsLoader{n: n, loaded: map[int32]bool{}}
