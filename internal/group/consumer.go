@@ -635,6 +635,21 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, reason string, 
 // rebalance (revocation) timeouts.
 func (c *Coordinator) tickConsumer(g *group, now time.Time) {
 	cg := g.cg
+	due := func(m *cmember) bool {
+		return !now.Before(m.lastHeartbeat.Add(c.cfg.ConsumerSessionTimeout)) ||
+			(m.state == memberUnrevoked && !m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline))
+	}
+	// Tick runs every 100ms: sort (for a deterministic record order) only
+	// when a timer is due.
+	anyDue := false
+	for _, m := range cg.members {
+		if anyDue = due(m); anyDue {
+			break
+		}
+	}
+	if !anyDue {
+		return
+	}
 	var r consumerRecords
 	for _, m := range cg.ordered() {
 		switch {

@@ -1,7 +1,9 @@
 // Package group is the group coordinator for Kafka's classic consumer
-// group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and for
-// committed offsets (OffsetCommit/OffsetFetch/OffsetDelete), with
-// DeleteGroups, DescribeGroups and ListGroups. Groups live on the
+// group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), for KIP-848
+// consumer groups, whose partitions the coordinator assigns
+// (ConsumerGroupHeartbeat/ConsumerGroupDescribe), and for committed offsets
+// (OffsetCommit/OffsetFetch/OffsetDelete), with DeleteGroups,
+// DescribeGroups and ListGroups. Groups live on the
 // partition of __consumer_offsets their id hashes to (PartitionFor); the
 // coordinator serves the groups of the partitions it was told to load and
 // persists through a Store, in Kafka's record format, so Kafka tools can
@@ -30,6 +32,13 @@
 //	partition.go    PartitionFor (Java's String.hashCode, Kafka's Utils.abs)
 //	errors.go       Store errors to Kafka codes
 //
+//	consumer.go           KIP-848 group state: epochs, partition ownership, reconciliation
+//	                      (Kafka's CurrentAssignmentBuilder), target assignment, timers, conversions
+//	consumer_heartbeat.go ConsumerGroupHeartbeat: validation, join, heartbeat, leave, static leave
+//	consumer_describe.go  ConsumerGroupDescribe; DescribeGroups' view of a consumer group
+//	consumer_records.go   the consumer group records (key versions 3-8), after Kafka's schemas
+//	assignor.go           the uniform and range server-side assignors
+//
 // # Locks
 //
 // Coordinator.mu guards the group map and partition ownership; each
@@ -40,7 +49,11 @@
 // lock. State changes queue their records under the group lock
 // (Coordinator.write), and Coordinator.flush hands them to Store.Write
 // after the lock is released, in queue order, so the log's last record
-// for a key is the latest state even when two goroutines race.
+// for a key is the latest state even when two goroutines race. A consumer
+// group's state (group.cg) is guarded by its group's mu too. The
+// TopicResolver is called with a group's mu held (and c.mu in FinishLoad):
+// it must neither call the coordinator nor wait on a lock held by a caller
+// of it (internal/app's reads an atomically published metadata image).
 //
 // # Non-obvious
 //
@@ -63,15 +76,76 @@
 //   - Ties in the protocol vote go to the protocol preferred by the
 //     earliest member to join (Kafka's pick depends on hash order).
 //
+// # KIP-848 consumer groups
+//
+//   - A group is classic or consumer (group.cg != nil), never both; its
+//     offsets are the same either way. An empty classic group becomes a
+//     consumer group when an 848 member joins (its GroupMetadata record is
+//     deleted), and an empty consumer group becomes classic on a classic
+//     JoinGroup (its records are deleted), as Kafka does. Kafka's
+//     group.consumer.migration.policy (default bidirectional) also
+//     converts groups with members online; Berth converts only empty
+//     groups: an 848 member joining a classic group with members gets
+//     GROUP_ID_NOT_FOUND (Kafka's answer with the policy disabled), a
+//     classic member joining a consumer group with members
+//     INCONSISTENT_GROUP_PROTOCOL. Classic Heartbeat/SyncGroup/LeaveGroup
+//     on a consumer group answer UNKNOWN_MEMBER_ID, and
+//     ConsumerGroupDescribe of a classic group GROUP_ID_NOT_FOUND.
+//   - group.state of a consumer group is only Empty (no members) or Stable
+//     (members), Dead while deleted, for the code shared with classic
+//     groups (offset expiry, DeleteGroups, OffsetDelete); DescribeGroups,
+//     ListGroups, ConsumerGroupDescribe and Groups report Kafka's consumer
+//     group states (Empty, Assigning, Reconciling, Stable).
+//   - The group epoch moves on when a member joins, leaves, is removed or
+//     changes its subscription, or when the subscribed topics change
+//     (looked at on heartbeats, at most once a second). The target
+//     assignment is computed at once (Kafka computes it on the next
+//     heartbeat; members see no difference, and Assigning is never seen).
+//     Each bump counts as a rebalance in Groups.
+//   - A member epoch 0 heartbeat from a known member (it was fenced, or
+//     lost an answer) is a rejoin in place: the member owns nothing (the
+//     request says so) and gets what is free of its target at once. Kafka
+//     fences such a rejoin until the member's session expires unless the
+//     member never got past its first epoch; clients (kgo, the Java
+//     client) keep their member id on FENCED_MEMBER_EPOCH, so Berth takes
+//     them back without that wait.
+//   - A heartbeat is answered once its records are durable; one that
+//     wrote none waits for the group's writes in flight. State is changed
+//     in memory first (Kafka rolls back to its last committed snapshot
+//     when a write fails; Berth cannot): a failed write answers the store
+//     error, and the group's next heartbeat rewrites all its records, so
+//     the log catches up with memory. The tombstones of a member removed
+//     by the failed write are not rewritten: after a reload that member
+//     is back until its session expires.
+//   - Everything a consumer group needs survives a coordinator change: the
+//     group epoch (ConsumerGroupMetadata), each member's subscription
+//     (ConsumerGroupMemberMetadata), target (ConsumerGroupTargetAssignment*)
+//     and epochs and assignment (ConsumerGroupCurrentMemberAssignment).
+//     Loaded members' sessions and revocation timeouts start at the load,
+//     and they go on heartbeating with the epochs they had. The subscribed
+//     topics are looked up again at load; ConsumerGroupPartitionMetadata
+//     (deprecated by Kafka 4.1) is only ever deleted, and Kafka 4's
+//     regular expression records (key version 16) are not written: a regex
+//     is matched again at every topic refresh.
+//   - A static member's temporary leave (epoch -2) keeps its partitions
+//     (no one else gets them) and its session running; the instance
+//     rejoins under a new member id and takes its predecessor's place and
+//     target without a new epoch, or is removed when its session expires.
+//
 // # Not done
 //
-//   - KIP-848 consumer groups (ConsumerGroupHeartbeat) and their records
-//     (key versions 3+ are skipped on load); ListGroups reports every
-//     group as type "classic".
 //   - Transactional offset commits (TxnOffsetCommit) and so
-//     RequireStable's UNSTABLE_OFFSET_COMMIT; OffsetFetch v9's member
-//     id/epoch (KIP-848 only).
+//     RequireStable's UNSTABLE_OFFSET_COMMIT.
 //   - KIP-496's expiry of offsets for topics a Stable consumer group no
 //     longer subscribes to.
 //   - Shrinking a loaded group that exceeds group.max.size.
+//   - KIP-848: classic members in consumer groups and the online
+//     conversion of groups with members (see above); rack-aware
+//     assignment (RackID is stored only); KIP-1251's assignment epochs
+//     (a commit must carry the member's current epoch, as Kafka before
+//     4.3, and kgo retries the STALE_MEMBER_EPOCH); per-group dynamic
+//     configs (KIP-848's group-level session timeout and heartbeat
+//     interval); group.consumer.min/max.session.timeout.ms bounds; a
+//     sticky range assignor (Kafka's keeps partitions where it can);
+//     ConsumerGroupDescribe's authorized operations.
 package group

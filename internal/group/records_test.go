@@ -134,6 +134,13 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(offsetKey("g", "t", 1), offsetRecord("g", topicPartition{"t", 1}, offset{offset: 1}).Value)
 	g := newGroup("g", 0, epoch)
 	f.Add(groupKey("g"), g.groupValue(nil).AppendTo(nil))
+	var id [16]byte
+	cur := currentValue{epoch: 2, prevEpoch: 1, assigned: assignment{id: {0, 1}}, revoking: assignment{}}
+	f.Add(consumerMemberKey(recConsumerCurrent, "g", "m"), cur.appendTo(nil))
+	f.Add(consumerMemberKey(recConsumerTarget, "g", "m"), targetValue(assignment{id: {2}}))
+	mm := memberMetaValue{clientID: "c", topics: []string{"t"}}
+	f.Add(consumerMemberKey(recConsumerMember, "g", "m"), mm.appendTo(nil))
+	f.Add(consumerGroupKey(recConsumerMetadata, "g"), epochValue(3))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c := New(Config{Logger: quietLogger()}, nil, nil)
 		c.BeginLoad(0)
