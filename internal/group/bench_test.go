@@ -44,3 +44,27 @@ func BenchmarkHeartbeat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConsumerGroupHeartbeat is the steady state of a KIP-848 member:
+// keepalives of a reconciled member, which write nothing.
+func BenchmarkConsumerGroupHeartbeat(b *testing.B) {
+	now := epoch
+	c := New(Config{Logger: quietLogger(), Now: func() time.Time { return now }}, nopStore{}, fakeTopics{"t": 8})
+	ownAll(c)
+	join := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	join.Version, join.Group, join.MemberID = 1, "g", "m"
+	join.RebalanceTimeoutMillis, join.SubscribedTopicNames = 30000, []string{"t"}
+	join.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	var epoch int32
+	c.ConsumerGroupHeartbeat(join, "c", "h", func(r *kmsg.ConsumerGroupHeartbeatResponse) { epoch = r.MemberEpoch })
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch = 1, "g", "m", epoch
+	b.ReportAllocs()
+	for b.Loop() {
+		c.ConsumerGroupHeartbeat(hb, "c", "h", func(r *kmsg.ConsumerGroupHeartbeatResponse) {
+			if r.ErrorCode != 0 {
+				b.Fatal(r.ErrorCode)
+			}
+		})
+	}
+}

@@ -146,7 +146,9 @@ type cmember struct {
 }
 
 // memberAssign is a member's reconciliation state: what
-// ConsumerGroupCurrentMemberAssignment records.
+// ConsumerGroupCurrentMemberAssignment records. Its assignments are
+// replaced (setAssign), never changed in place, so a copy of a
+// memberAssign is a snapshot.
 type memberAssign struct {
 	epoch, prevEpoch int32
 	state            memberState

@@ -244,7 +244,7 @@ func (c *Coordinator) consumerJoin(g *group, hb *cgRequest, r *consumerRecords) 
 		bump, reason = true, "member "+m.id+" joined"
 		c.log.Info("member joins consumer group", "group", g.id, "member", m.id)
 	default:
-		before = m.memberAssign.clone()
+		before = m.memberAssign
 		c.log.Info("member rejoins consumer group", "group", g.id, "member", m.id, "epoch", m.epoch)
 	}
 	// The member owns nothing: start over from epoch 0.
@@ -298,7 +298,7 @@ func (c *Coordinator) consumerBeat(g *group, hb *cgRequest, r *consumerRecords) 
 		return nil, cgErr(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
 	}
 	m.lastHeartbeat = hb.now
-	before := m.memberAssign.clone()
+	before := m.memberAssign // assignments are replaced, never changed in place
 	subscribed, changed := c.applyMemberFields(cg, m, hb)
 	if changed {
 		r.member(g.id, m)
