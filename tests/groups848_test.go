@@ -3,7 +3,7 @@ package tests
 // KIP-848 consumer groups: kgo clients with kgo.ServerSideBalancer() join
 // through ConsumerGroupHeartbeat and the coordinator assigns. The
 // heartbeat interval is the broker's (group.consumer.heartbeat.interval.ms,
-// 5 s by default), so each reassignment takes a few seconds.
+// 5 s by default); these brokers use 500 ms so reassignments are quick.
 
 import (
 	"context"
@@ -19,6 +19,12 @@ import (
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
+
+// start848 starts a broker whose consumer group members heartbeat every
+// 500 ms.
+func start848(t *testing.T) *tc.Node {
+	return tc.Start(t, tc.With("group.consumer.heartbeat.interval.ms", "500"))
+}
 
 // produceValues produces n records with values prefix-0 ... prefix-(n-1).
 func produceValues(t *testing.T, addr, topic, prefix string, n int) {
@@ -106,7 +112,7 @@ func committedToEnd(t *testing.T, adm *kadm.Client, group, topic string) {
 // partitions each and process every record once; when one leaves, the
 // other gets all four and goes on from the committed offsets.
 func TestConsumerGroup848SharesAndTakesOver(t *testing.T) {
-	n := tc.Start(t)
+	n := start848(t)
 	const topic, group = "events848", "g848"
 	tc.CreateTopic(t, n.Addr(), topic, 4, nil)
 	produceValues(t, n.Addr(), topic, "first", 400)
@@ -198,7 +204,7 @@ func TestConsumerGroup848SharesAndTakesOver(t *testing.T) {
 // The range assignor gives members with the same subscription the same
 // partitions of co-partitioned topics.
 func TestConsumerGroup848RangeCopartitions(t *testing.T) {
-	n := tc.Start(t)
+	n := start848(t)
 	const group = "range848"
 	tc.CreateTopic(t, n.Addr(), "left848", 2, nil)
 	tc.CreateTopic(t, n.Addr(), "right848", 2, nil)
