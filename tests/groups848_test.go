@@ -254,3 +254,76 @@ func TestConsumerGroup848RangeCopartitions(t *testing.T) {
 		return nil
 	})
 }
+
+// A static member (group.instance.id) that closes leaves temporarily: its
+// partitions wait for it, and a new client with the same instance id gets
+// them back without the group moving to a new epoch.
+func TestConsumerGroup848StaticMemberRejoins(t *testing.T) {
+	n := start848(t)
+	const topic, group = "static848", "s848"
+	tc.CreateTopic(t, n.Addr(), topic, 4, nil)
+	newStatic := func(instance string) *kgo.Client {
+		return tc.Client(t, n.Addr(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.InstanceID(instance), kgo.ServerSideBalancer())
+	}
+	pollCtx, stopPolling := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	poll := func(cl *kgo.Client) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pollCtx.Err() == nil && !cl.PollFetches(pollCtx).IsClientClosed() {
+			}
+		}()
+	}
+	defer func() {
+		stopPolling()
+		wg.Wait()
+	}()
+	c0, c1 := newStatic("i0"), newStatic("i1")
+	poll(c0)
+	poll(c1)
+
+	adm := tc.Admin(t, n.Addr())
+	var before kadm.DescribedConsumerGroup
+	tc.Eventually(t, 60*time.Second, func() error {
+		var err error
+		if before, err = describe848(ctxT(t, 10*time.Second), adm, group); err != nil {
+			return err
+		}
+		return stableWith(before, topic, 2, 2)
+	})
+	c1.Close()
+	tc.Eventually(t, 30*time.Second, func() error {
+		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
+		if err != nil {
+			return err
+		}
+		if len(g.Members) != 2 || g.Members[1].MemberEpoch != -2 {
+			return fmt.Errorf("members %+v, want i1 at epoch -2", g.Members)
+		}
+		if g.Epoch != before.Epoch || len(g.Members[0].Assignment[topic]) != 2 {
+			return fmt.Errorf("epoch %d (was %d), i0 owns %v", g.Epoch, before.Epoch, g.Members[0].Assignment)
+		}
+		return nil
+	})
+	poll(newStatic("i1"))
+	tc.Eventually(t, 30*time.Second, func() error {
+		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
+		if err != nil {
+			return err
+		}
+		if err := stableWith(g, topic, 2, 2); err != nil {
+			return err
+		}
+		switch m := g.Members[1]; {
+		case g.Epoch != before.Epoch:
+			return fmt.Errorf("epoch %d, was %d", g.Epoch, before.Epoch)
+		case m.MemberID == before.Members[1].MemberID:
+			return fmt.Errorf("i1 kept member id %s", m.MemberID)
+		case !maps.Equal(m.Assignment[topic], before.Members[1].Assignment[topic]):
+			return fmt.Errorf("i1 owns %v, owned %v", m.Assignment, before.Members[1].Assignment)
+		}
+		return nil
+	})
+}

@@ -89,7 +89,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	}
 }
 
-// validateHeartbeat is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
+// validateHeartbeat is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid,
+// except that a static leave (epoch -2) may omit its instance id: kgo
+// (v1.22) sends it without one, Kafka answers INVALID_REQUEST, and the
+// member then holds its partitions until its session expires. Berth
+// finds the member by its id instead (see consumerLeave).
 func (c *Coordinator) validateHeartbeat(hb *cgRequest) *cgError {
 	req := hb.req
 	invalid := func(msg string) *cgError { return cgErr(kerr.InvalidRequest, "%s", msg) }
@@ -113,8 +117,6 @@ func (c *Coordinator) validateHeartbeat(hb *cgRequest) *cgError {
 		case req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
 			return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
-	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
-		return invalid("InstanceId can't be null.")
 	case req.MemberEpoch < staticLeaveEpoch:
 		return invalid("MemberEpoch is invalid.")
 	}
@@ -411,12 +413,15 @@ func subset(a, of assignment) bool {
 
 // consumerLeave serves member epochs -1 (leave) and -2 (a static member's
 // temporary leave: it keeps its partitions, unassigned to others, until it
-// rejoins under a new member id or its session expires).
+// rejoins under a new member id or its session expires). A -2 from a
+// dynamic member is a leave, as in Kafka.
 func (c *Coordinator) consumerLeave(g *group, hb *cgRequest, r *consumerRecords) (*kmsg.ConsumerGroupHeartbeatResponse, *cgError) {
 	req := hb.req
 	cg := g.cg
 	var m *cmember
 	if req.InstanceID == nil {
+		// By member id; for -2 the member's own instance id stands in
+		// for the one the request left out.
 		if m = cg.members[req.MemberID]; m == nil {
 			return nil, cgErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id)
 		}
@@ -434,7 +439,7 @@ func (c *Coordinator) consumerLeave(g *group, hb *cgRequest, r *consumerRecords)
 	id := req.MemberID
 	resp.MemberID, resp.MemberEpoch = &id, req.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
-	if req.MemberEpoch == staticLeaveEpoch {
+	if req.MemberEpoch == staticLeaveEpoch && m.instanceID != nil {
 		// Keep the assignment (others do not get it) but not what was
 		// being revoked; the session keeps running.
 		c.log.Info("static member leaves temporarily", "group", g.id, "member", m.id, "instance", *m.instanceID)
