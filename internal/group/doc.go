@@ -131,6 +131,9 @@
 //     (no one else gets them) and its session running; the instance
 //     rejoins under a new member id and takes its predecessor's place and
 //     target without a new epoch, or is removed when its session expires.
+//     Kafka requires the instance id on a -2; kgo (v1.22) sends none, which
+//     Kafka refuses (INVALID_REQUEST, and the member holds its partitions
+//     until its session expires): Berth uses the member's own.
 //
 // # Not done
 //

@@ -5,7 +5,8 @@ package handler
 // coordinator assigns (internal/group). A heartbeat is answered once the
 // group records it wrote are durable. v0 members may leave their member id
 // to the coordinator; v1 adds SubscribedTopicRegex (matched against whole
-// topic names) and ConsumerGroupDescribe's MemberType.
+// topic names) and ConsumerGroupDescribe's MemberType. A static leave
+// (epoch -2) may omit its instance id (kgo sends none; Kafka refuses it).
 //
 // Not honoured: RackID (stored and described; the assignors ignore racks),
 // IncludeAuthorizedOperations (no ACLs yet: AuthorizedOperations is always
