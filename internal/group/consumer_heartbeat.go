@@ -203,7 +203,7 @@ func (c *Coordinator) consumerJoin(g *group, hb *cgRequest, r *consumerRecords) 
 	if req.InstanceID != nil {
 		if id, ok := cg.static[*req.InstanceID]; ok && id != memberID {
 			prev = cg.members[id]
-			if prev.epoch != staticLeaveEpoch {
+			if prev != nil && prev.epoch != staticLeaveEpoch {
 				return nil, cgErr(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, *req.InstanceID, id)
 			}
 		}
@@ -228,6 +228,14 @@ func (c *Coordinator) consumerJoin(g *group, hb *cgRequest, r *consumerRecords) 
 			topics: prev.topics, regex: prev.regex, re: prev.re, assignor: prev.assignor,
 			rebalanceTimeout: prev.rebalanceTimeout,
 			memberAssign:     memberAssign{assigned: make(assignment), revoking: make(assignment)},
+		}
+		if m != nil {
+			// The member id was in the group under another instance id
+			// (or none): that member is replaced too.
+			cg.setAssign(m, memberAssign{assigned: make(assignment), revoking: make(assignment)})
+			if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
+				delete(cg.static, *m.instanceID)
+			}
 		}
 		target := cg.target[prev.id]
 		cg.setAssign(prev, memberAssign{assigned: make(assignment), revoking: make(assignment)})

@@ -192,6 +192,8 @@ func TestAssignRange(t *testing.T) {
 // consuming revoked partitions before it reports it no longer owns them.
 type simClient struct {
 	id        string
+	instance  *string // a static member's
+	restarts  int
 	epoch     int32
 	joined    bool
 	consuming assignment // what it fetches from
@@ -219,11 +221,15 @@ func runModel(t *testing.T, seed uint64) {
 	clients := make([]*simClient, 5)
 	for i := range clients {
 		clients[i] = &simClient{id: fmt.Sprintf("m%d", i)}
+		if i%2 == 1 {
+			clients[i].instance = ptr(fmt.Sprintf("i%d", i))
+		}
 	}
 	heartbeat := func(cl *simClient, kind string) {
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Group, req.MemberID, req.MemberEpoch, req.Version = "g", cl.id, cl.epoch, 1
 		full := func() {
+			req.InstanceID = cl.instance
 			req.RebalanceTimeoutMillis = 30000
 			req.SubscribedTopicNames = []string{"t", "u"}
 			req.ServerAssignor = &assignor
@@ -236,6 +242,8 @@ func runModel(t *testing.T, seed uint64) {
 			cl.consuming, cl.revoke = make(assignment), make(assignment)
 		case "leave":
 			req.MemberEpoch = leaveEpoch
+		case "static-leave":
+			req.MemberEpoch = staticLeaveEpoch
 		case "ack":
 			full()
 			for id, ps := range cl.revoke {
@@ -257,8 +265,13 @@ func runModel(t *testing.T, seed uint64) {
 			t.Fatalf("%s %s: no answer", cl.id, kind)
 		}
 		switch {
-		case kind == "leave":
+		case kind == "leave" || kind == "static-leave":
+			// A static member that left restarts under a new member id.
 			cl.joined, cl.consuming, cl.revoke = false, nil, nil
+			if kind == "static-leave" {
+				cl.restarts++
+				cl.id = fmt.Sprintf("m%s-%d", *cl.instance, cl.restarts)
+			}
 			return
 		case resp.ErrorCode != 0:
 			t.Fatalf("%s %s: error %d", cl.id, kind, resp.ErrorCode)
@@ -296,6 +309,8 @@ func runModel(t *testing.T, seed uint64) {
 		case !cl.joined && r < 5:
 			heartbeat(cl, "join")
 		case !cl.joined:
+		case r == 0 && cl.instance != nil && rng.IntN(2) == 0:
+			heartbeat(cl, "static-leave")
 		case r == 0:
 			heartbeat(cl, "leave")
 		case r < 5:
@@ -305,7 +320,13 @@ func runModel(t *testing.T, seed uint64) {
 		}
 		now = now.Add(100 * time.Millisecond)
 	}
-	// Liveness: members that keep acknowledging settle.
+	// Liveness: members that keep acknowledging settle (static members
+	// that left come back first).
+	for _, cl := range clients {
+		if !cl.joined && cl.restarts > 0 {
+			heartbeat(cl, "join")
+		}
+	}
 	for round := 0; round < 10; round++ {
 		for _, cl := range clients {
 			if cl.joined {
