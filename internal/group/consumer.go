@@ -287,17 +287,11 @@ func (cg *consumerGroup) reconcile(m *cmember, owned assignment, known bool) mem
 		}
 		return false
 	}
-	switch m.state {
-	case memberUnrevoked:
-		if ownsRevoked(m.revoking) {
-			return m.memberAssign
-		}
-	case memberUnknown:
-		// Only a member that owns nothing can start over.
-		if !known || owned.count() > 0 {
-			return m.memberAssign
-		}
+	if m.state == memberUnrevoked && ownsRevoked(m.revoking) {
+		return m.memberAssign
 	}
+	// A member in an unknown state (a newer Kafka wrote it) gets here
+	// owning nothing (consumerBeat fences it otherwise) and starts over.
 	return cg.nextAssignment(m, m.epoch, ownsRevoked)
 }
 

@@ -307,6 +307,9 @@ func (c *Coordinator) consumerBeat(g *group, hb *cgRequest, r *consumerRecords) 
 		// the answer that bumped the epoch may have been lost.
 		return nil, cgErr(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
 	}
+	if m.state == memberUnknown && (!known || owned.count() > 0) {
+		return nil, cgErr(kerr.FencedMemberEpoch, "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.")
+	}
 	m.lastHeartbeat = hb.now
 	before := m.memberAssign // assignments are replaced, never changed in place
 	subscribed, changed := c.applyMemberFields(cg, m, hb)

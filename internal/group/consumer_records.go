@@ -237,7 +237,11 @@ func decodeCurrentValue(b []byte) (*currentValue, error) {
 	v := &currentValue{}
 	v.epoch = r.Int32()
 	v.prevEpoch = r.Int32()
-	v.state = memberState(r.Int8())
+	switch v.state = memberState(r.Int8()); v.state {
+	case memberStable, memberUnrevoked, memberUnreleased:
+	default:
+		v.state = memberUnknown
+	}
 	v.assigned = r.topicPartitions()
 	v.revoking = r.topicPartitions()
 	return v, r.done("consumer group current assignment value")

@@ -105,8 +105,8 @@ func (m *member) matches(req *kmsg.JoinGroupRequest) bool {
 	return true
 }
 
-// group is one group, classic or (with cg) consumer. mu guards every field; it is taken after
-// the coordinator's mu when both are held.
+// group is one group, classic or (with cg) consumer. mu guards every
+// field; it is taken after the coordinator's mu when both are held.
 type group struct {
 	mu        sync.Mutex
 	id        string
