@@ -147,7 +147,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		ConsumerHeartbeatInterval: cfg.Duration("group.consumer.heartbeat.interval.ms"),
 		ConsumerSessionTimeout:    cfg.Duration("group.consumer.session.timeout.ms"),
 		ConsumerAssignors:         strings.Split(cfg.Get("group.consumer.assignors"), ","),
-		Logger:                 logger,
+		ConsumerMaxGroupSize:      int(cfg.Int("group.consumer.max.size")),
+		Logger:                    logger,
 	}
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"

@@ -121,6 +121,7 @@ var brokerDefs = []Def{
 	{Name: "group.max.size", Kind: KindInt, Default: "2147483647", Doc: "Most members in one group (GROUP_MAX_SIZE_REACHED above).", Valid: atLeast(1)},
 	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: "5000", Doc: "Heartbeat interval the coordinator gives KIP-848 consumer group members.", Valid: atLeast(1)},
 	{Name: "group.consumer.session.timeout.ms", Kind: KindInt, Default: "45000", Doc: "Session timeout of KIP-848 consumer group members: one silent this long is removed.", Valid: atLeast(1)},
+	{Name: "group.consumer.max.size", Kind: KindInt, Default: "2147483647", Doc: "Most members in one KIP-848 consumer group (GROUP_MAX_SIZE_REACHED above).", Valid: atLeast(1)},
 	{Name: "group.consumer.assignors", Kind: KindList, Default: "uniform,range", Doc: "Server-side assignors of KIP-848 consumer groups; the first is the default."},
 	{Name: "log.cleaner.enable", Kind: KindBool, Default: "true", Doc: "Run the log cleaner for topics with cleanup.policy=compact."},
 	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: "15000", Doc: "How often the cleaner looks for partitions to compact.", Valid: atLeast(10)},

@@ -281,7 +281,7 @@ func TestDiskFullDropsWholeRound(t *testing.T) {
 	ffs := blog.NewFaultFS(nil)
 	m, p, dir := openPartition(t, ffs, true)
 	durable := func(res AppendResult) error {
-		m.syncRound()
+		m.flushAndSync()
 		return p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second))
 	}
 	res, err := p.Append(makeBatch(-1, 0, 0, 2, "a"), nil)
@@ -301,7 +301,7 @@ func TestDiskFullDropsWholeRound(t *testing.T) {
 		t.Fatalf("staging: %v, %v", err1, err2)
 	}
 	ffs.FailWritesAfter(int64(len(big))+10, syscall.ENOSPC)
-	m.syncRound()
+	m.flushAndSync()
 	for i, r := range []AppendResult{r1, r2} {
 		if err := p.WaitDurable(r.Durable, r.Gen, time.Now().Add(10*time.Second)); !errors.Is(err, ErrStorage) {
 			t.Fatalf("batch %d of the failed round: %v, want ErrStorage", i, err)

@@ -56,9 +56,11 @@ type Manager struct {
 	parts map[string][]*Partition
 	byID  map[[16]byte]string
 
-	dirtyMu sync.Mutex // guards dirty
-	dirty   []*Partition
-	kick    chan struct{}
+	dirtyMu  sync.Mutex // guards dirty and written
+	dirty    []*Partition
+	written  []*Partition // flushed, waiting for the syncer
+	kick     chan struct{}
+	syncKick chan struct{}
 
 	diskLow atomic.Bool
 
@@ -100,9 +102,10 @@ func NewManager(cfg ManagerConfig) *Manager {
 	}
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, now: cfg.Now, producerExpiry: cfg.ProducerExpiry,
-		parts: map[string][]*Partition{},
-		byID:  map[[16]byte]string{},
-		kick:  make(chan struct{}, 1),
+		parts:    map[string][]*Partition{},
+		byID:     map[[16]byte]string{},
+		kick:     make(chan struct{}, 1),
+		syncKick: make(chan struct{}, 1),
 	}
 }
 
@@ -110,6 +113,10 @@ func NewManager(cfg ManagerConfig) *Manager {
 func (m *Manager) Start(ctx context.Context) {
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.wg.Add(3)
+	if m.cfg.Fsync {
+		m.wg.Add(1)
+		go m.flushLoop(ctx)
+	}
 	go m.syncLoop(ctx)
 	go m.retentionLoop(ctx)
 	go m.diskLoop(ctx)
@@ -362,10 +369,69 @@ func (m *Manager) markDirty(p *Partition) {
 	}
 }
 
-// syncLoop is the group commit: it fsyncs every partition written since the
-// last round, then advances their high watermarks, waking producers waiting
-// for acks and consumers waiting for data. Appends that arrive during a
-// round join the next one, so one fsync covers many producers.
+// The group commit is a two-stage pipeline (durability.mode=fsync):
+//
+//   - flushLoop writes every partition's staged batches to its log (a few
+//     large writes into the page cache) as soon as there are some, then
+//     hands the partition to the syncer;
+//   - syncLoop fsyncs the partitions written since its last round and
+//     advances their high watermarks, waking producers waiting for acks and
+//     consumers waiting for data.
+//
+// Writing round N+1 overlaps the fsync of round N, so neither the disk nor
+// the CPU waits for the other; appends that arrive during a round join the
+// next one, so one fsync covers many producers. In os mode there is no
+// staging: syncLoop alone fsyncs dirty partitions every
+// log.flush.interval.ms.
+func (m *Manager) flushLoop(ctx context.Context) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.kick:
+		}
+		if !m.flushRound() {
+			continue
+		}
+		select {
+		case m.syncKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// flushRound writes the staged batches of every partition appended to
+// since the last round; false when there were none.
+func (m *Manager) flushRound() bool {
+	batch := m.takeDirty()
+	if len(batch) == 0 {
+		return false
+	}
+	m.forEach(batch, func(p *Partition) {
+		if p.closed.Load() {
+			return
+		}
+		if err := p.flush(); err != nil {
+			return // producers of the dropped batches get an error
+		}
+		if !p.toSync.Swap(true) {
+			m.dirtyMu.Lock()
+			m.written = append(m.written, p)
+			m.dirtyMu.Unlock()
+		}
+	})
+	return true
+}
+
+// flushAndSync runs a write round and then an fsync round inline.
+func (m *Manager) flushAndSync() {
+	if m.cfg.Fsync {
+		m.flushRound()
+	}
+	m.syncRound()
+}
+
 func (m *Manager) syncLoop(ctx context.Context) {
 	defer m.wg.Done()
 	var tick <-chan time.Time
@@ -379,9 +445,8 @@ func (m *Manager) syncLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			m.syncRound()
-			return
-		case <-m.kick:
+			return // Close flushes and syncs every partition
+		case <-m.syncKick:
 		case <-tick:
 		case <-snap.C:
 			for _, p := range m.All() {
@@ -393,28 +458,66 @@ func (m *Manager) syncLoop(ctx context.Context) {
 	}
 }
 
-func (m *Manager) syncRound() {
+// takeDirty returns the partitions appended to since the last call.
+func (m *Manager) takeDirty() []*Partition {
 	m.dirtyMu.Lock()
 	batch := m.dirty
 	m.dirty = nil
 	m.dirtyMu.Unlock()
+	// Clear the flag before writing so an append meanwhile queues the
+	// partition again.
+	for _, p := range batch {
+		p.dirty.Store(false)
+	}
+	return batch
+}
+
+// forEach runs fn on every partition, in parallel when there are several:
+// writes and fsyncs of different files proceed in parallel on the device.
+func (m *Manager) forEach(batch []*Partition, fn func(*Partition)) {
+	if len(batch) == 1 {
+		fn(batch[0])
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, p := range batch {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(p *Partition) {
+			defer wg.Done()
+			fn(p)
+			<-sem
+		}(p)
+	}
+	wg.Wait()
+}
+
+// syncRound fsyncs the partitions written since the last round (os mode:
+// appended to) and advances their high watermarks.
+func (m *Manager) syncRound() {
+	var batch []*Partition
+	if m.cfg.Fsync {
+		m.dirtyMu.Lock()
+		batch = m.written
+		m.written = nil
+		m.dirtyMu.Unlock()
+		for _, p := range batch {
+			p.toSync.Store(false)
+		}
+	} else {
+		batch = m.takeDirty()
+	}
 	if len(batch) == 0 {
 		return
 	}
 	m.Metrics.SyncRounds.Add(1)
-	// Clear the flag before syncing so an append during the fsync queues
-	// the partition again.
-	for _, p := range batch {
-		p.dirty.Store(false)
-	}
-	syncOne := func(p *Partition) {
+	m.forEach(batch, func(p *Partition) {
 		if p.closed.Load() {
 			return
 		}
 		start := time.Now()
-		if err := p.flush(); err != nil {
-			return // producers of the dropped batches get an error
-		}
+		gen := p.gen.Load()
 		off, err := p.log.Sync()
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))
@@ -425,25 +528,8 @@ func (m *Manager) syncRound() {
 			p.fail(err)
 			return
 		}
-		p.advance(off)
-	}
-	if len(batch) == 1 {
-		syncOne(batch[0])
-		return
-	}
-	// fsyncs of different files proceed in parallel on the device.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, p := range batch {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(p *Partition) {
-			defer wg.Done()
-			syncOne(p)
-			<-sem
-		}(p)
-	}
-	wg.Wait()
+		p.advanceIfGen(off, gen)
+	})
 }
 
 func (m *Manager) retentionLoop(ctx context.Context) {

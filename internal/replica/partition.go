@@ -65,8 +65,12 @@ type Partition struct {
 	hw          atomic.Int64 // high watermark: what consumers may read and acks wait for
 	synced      atomic.Int64 // offset below which data is fsync'd
 	failed      atomic.Pointer[error]
-	dirty       atomic.Bool // queued on the syncer
-	closed      atomic.Bool
+	dirty       atomic.Bool // queued on the flusher (os mode: the syncer)
+	toSync      atomic.Bool // written, queued on the syncer
+	// genMu makes "the staging generation is unchanged, so advance the
+	// high watermark" atomic against a failed write bumping it.
+	genMu  sync.Mutex
+	closed atomic.Bool
 
 	cfg atomic.Pointer[TopicConfig]
 
@@ -275,9 +279,17 @@ func (p *Partition) flush() error {
 		p.flushBuf = buf[:0]
 	}
 	if err != nil {
-		// Take back what this round did write, so no record whose
-		// producer is told "failed" stays in the log.
-		if terr := p.log.Truncate(start); terr != nil {
+		// Take back what this round wrote, so no record whose producer is
+		// told "failed" stays in the log; but never below the high
+		// watermark, which a concurrent fsync may have moved over part of
+		// it (consumers may have read those; their producers get an error
+		// and an idempotent retry is a duplicate). Bumping the generation
+		// first stops an fsync in flight from advancing past the cut.
+		p.genMu.Lock()
+		p.gen.Add(1)
+		hw := p.hw.Load()
+		p.genMu.Unlock()
+		if terr := p.log.Truncate(max(start, hw)); terr != nil {
 			p.fail(fmt.Errorf("undoing a failed write: %w", terr))
 		}
 		p.dropStaged(err)
@@ -305,7 +317,18 @@ func (p *Partition) dropStaged(cause error) {
 	p.notify()
 }
 
-// synced is called by the syncer after an fsync up to off.
+// advanceIfGen advances the high watermark after an fsync that started
+// at staging generation gen, unless a failed write dropped batches since:
+// then the log may have been truncated below off.
+func (p *Partition) advanceIfGen(off int64, gen uint64) {
+	p.genMu.Lock()
+	defer p.genMu.Unlock()
+	if p.gen.Load() == gen {
+		p.advance(off)
+	}
+}
+
+// advance is called after an fsync up to off.
 func (p *Partition) advance(off int64) {
 	if off > p.synced.Load() {
 		p.synced.Store(off)
