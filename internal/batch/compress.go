@@ -43,6 +43,14 @@ func PutScratch(s *Scratch) {
 
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
+// Decompress returns the records section of a batch compressed with codec,
+// valid until the next use of s. The output is bounded by MaxDecompressed.
+// Errors wrap ErrUnsupportedCodec, ErrInvalidRecord (too large) or
+// ErrCorrupt.
+func (s *Scratch) Decompress(codec int, src []byte) ([]byte, error) {
+	return s.decompress(codec, src)
+}
+
 func (s *Scratch) decompress(codec int, src []byte) ([]byte, error) {
 	if s == nil {
 		s = new(Scratch)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -21,11 +20,9 @@ import (
 // each Compact call takes one from cleanCodecsPool, as coders (a zstd
 // encoder's tables above all) are costly to build.
 type cleanCodecs struct {
-	gzr *gzip.Reader
+	dec batch.Scratch // decompression, bounded as for produced batches
 	gzw *gzip.Writer
-	lzr *lz4.Reader
 	lzw *lz4.Writer
-	zd  *zstd.Decoder
 	ze  *zstd.Encoder
 	out bytes.Buffer // gzip and lz4 output
 	buf []byte       // snappy and zstd output
@@ -43,76 +40,15 @@ const xerialBlock = 32 << 10
 
 var errCodec = errors.New("unsupported compression codec")
 
-// decompress returns the records of a compressed batch, appended to
-// dst[:0]. The output is bounded by batch.MaxDecompressed.
-func (c *cleanCodecs) decompress(codec int8, src, dst []byte) ([]byte, error) {
-	switch codec {
-	case batch.CodecGzip:
-		if c.gzr == nil {
-			r, err := gzip.NewReader(bytes.NewReader(src))
-			if err != nil {
-				return nil, err
-			}
-			c.gzr = r
-		} else if err := c.gzr.Reset(bytes.NewReader(src)); err != nil {
-			return nil, err
-		}
-		return readBounded(c.gzr, dst)
-	case batch.CodecSnappy:
-		if bytes.HasPrefix(src, xerialMagic) {
-			return decodeXerial(src, dst)
-		}
-		return decodeSnappy(src, dst[:0])
-	case batch.CodecLZ4:
-		if c.lzr == nil {
-			c.lzr = lz4.NewReader(bytes.NewReader(src))
-		} else {
-			c.lzr.Reset(bytes.NewReader(src))
-		}
-		return readBounded(c.lzr, dst)
-	case batch.CodecZstd:
-		if c.zd == nil {
-			d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(batch.MaxDecompressed))
-			if err != nil {
-				return nil, err
-			}
-			c.zd = d
-		}
-		return c.zd.DecodeAll(src, dst[:0])
+// decompress returns the records of a compressed batch, valid until the
+// next call; dst is unused (the batch package's bounded decoders, shared
+// with produce validation, own the buffer).
+func (c *cleanCodecs) decompress(codec int8, src, _ []byte) ([]byte, error) {
+	out, err := c.dec.Decompress(int(codec), src)
+	if errors.Is(err, batch.ErrUnsupportedCodec) {
+		return nil, fmt.Errorf("%w %d", errCodec, codec)
 	}
-	return nil, fmt.Errorf("%w %d", errCodec, codec)
-}
-
-func readBounded(r io.Reader, dst []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst[:0])
-	n, err := buf.ReadFrom(io.LimitReader(r, batch.MaxDecompressed+1))
-	if err != nil {
-		return nil, err
-	}
-	if n > batch.MaxDecompressed {
-		return nil, fmt.Errorf("decompresses to more than %d bytes", batch.MaxDecompressed)
-	}
-	return buf.Bytes(), nil
-}
-
-// decodeSnappy appends one raw snappy block to dst.
-func decodeSnappy(src, dst []byte) ([]byte, error) {
-	n, err := snappy.DecodedLen(src)
-	if err != nil {
-		return nil, err
-	}
-	if n > batch.MaxDecompressed-len(dst) {
-		return nil, fmt.Errorf("decompresses to more than %d bytes", batch.MaxDecompressed)
-	}
-	dst = growLen(dst, n)
-	out, err := snappy.Decode(dst[len(dst)-n:], src)
-	if err != nil {
-		return nil, err
-	}
-	if len(out) != n {
-		return nil, errors.New("snappy: short block")
-	}
-	return dst, nil
+	return out, err
 }
 
 // growLen extends dst by n bytes of unspecified content.
@@ -123,32 +59,6 @@ func growLen(dst []byte, n int) []byte {
 		dst = nd
 	}
 	return dst[:len(dst)+n]
-}
-
-// decodeXerial decodes the Java framing: header, then blocks of a big
-// endian int32 length and a raw snappy block.
-func decodeXerial(src, dst []byte) ([]byte, error) {
-	if len(src) < len(xerialHeader) {
-		return nil, errors.New("snappy: short xerial header")
-	}
-	src = src[len(xerialHeader):]
-	dst = dst[:0]
-	for len(src) > 0 {
-		if len(src) < 4 {
-			return nil, errors.New("snappy: short xerial block length")
-		}
-		n := int(int32(binary.BigEndian.Uint32(src)))
-		src = src[4:]
-		if n < 0 || n > len(src) {
-			return nil, errors.New("snappy: xerial block overruns the data")
-		}
-		var err error
-		if dst, err = decodeSnappy(src[:n], dst); err != nil {
-			return nil, err
-		}
-		src = src[n:]
-	}
-	return dst, nil
 }
 
 // compress compresses records with codec and returns the result, valid
