@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
@@ -157,5 +158,32 @@ func TestPythonGroupConsumer(t *testing.T) {
 	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
 	if total != 90 {
 		t.Fatalf("committed offsets sum to %d, want 90", total)
+	}
+}
+
+// kafka-python's group consumer joins, reads and commits.
+func TestKafkaPythonGroupConsumer(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	if exec.Command(py, "-c", "import kafka").Run() != nil {
+		need(t, "/nonexistent/python3-kafka")
+	}
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "kpg", 2, nil)
+	// Uncompressed: Debian's kafka-python has no snappy library.
+	cl := tc.Client(t, n.Addr(), kgo.DefaultProduceTopic("kpg"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := 0; i < 50; i++ {
+		produceSync(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))})
+	}
+	if out := run(t, "", py, "testdata/kafkapython_group.py", n.Addr(), "kpg", "kpgroup", "50"); !strings.Contains(out, "ok 50") {
+		t.Fatalf("kafka-python group consumer: %q", out)
+	}
+	offs, err := tc.Admin(t, n.Addr()).FetchOffsets(ctxT(t, 10*time.Second), "kpgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != 50 {
+		t.Fatalf("kafka-python committed offsets sum to %d, want 50", total)
 	}
 }
