@@ -52,9 +52,12 @@ type Manager struct {
 	now            func() time.Time
 	producerExpiry time.Duration
 
-	mu    sync.RWMutex // guards parts and byID
-	parts map[string][]*Partition
-	byID  map[[16]byte]string
+	applyMu sync.Mutex   // serialises Apply
+	// openHook, when set (tests), runs before each partition log opens.
+	openHook func(topic string, partition int32)
+	mu      sync.RWMutex // guards parts and byID
+	parts   map[string][]*Partition
+	byID    map[[16]byte]string
 
 	dirtyMu  sync.Mutex // guards dirty and written
 	dirty    []*Partition
@@ -207,15 +210,26 @@ func dirName(topic string, part int32) string { return topic + "-" + strconv.Ito
 // partitions this node replicates, updates configs and epochs, and deletes
 // the logs of topics that are gone.
 func (m *Manager) Apply(im *metadata.Image) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var errs []error
+	// applyMu serialises Apply; mu is held only to read and change the
+	// maps, never while logs are opened or deleted, so partition lookups
+	// (every produce and fetch) do not wait for a large topic to open.
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	type opening struct {
+		name string
+		id   [16]byte
+		mp   *metadata.Partition
+		cfg  TopicConfig
+		p    *Partition
+	}
+	var opens []*opening
+	var drops []string // topics gone, or recreated under the same name
+	m.mu.RLock()
 	for name, t := range im.Topics {
 		cfg := m.cfg.Resolve(t.Configs)
 		ps := m.parts[name]
-		if len(ps) > 0 && ps[0].TopicID != t.ID {
-			// Same name, new topic: the old one was deleted and recreated.
-			m.dropTopic(name, ps)
+		if id, ok := topicIDOf(ps); ok && id != t.ID {
+			drops = append(drops, name)
 			ps = nil
 		}
 		for i := range t.Partitions {
@@ -231,27 +245,75 @@ func (m *Manager) Apply(im *metadata.Image) error {
 				p.leaderEpoch.Store(mp.LeaderEpoch)
 				continue
 			}
-			p, err := m.openPartition(name, t.ID, mp, cfg)
-			if err != nil {
-				errs = append(errs, err)
+			opens = append(opens, &opening{name: name, id: t.ID, mp: mp, cfg: cfg})
+		}
+	}
+	for name := range m.parts {
+		if im.Topics[name] == nil {
+			drops = append(drops, name)
+		}
+	}
+	m.mu.RUnlock()
+
+	// Take dropped topics out of the maps, then delete their files; a
+	// recreated topic's directories must be gone before it opens.
+	var dropped [][]*Partition
+	if len(drops) > 0 {
+		m.mu.Lock()
+		for _, name := range drops {
+			ps := m.parts[name]
+			if id, ok := topicIDOf(ps); ok {
+				delete(m.byID, id)
+			}
+			delete(m.parts, name)
+			dropped = append(dropped, ps)
+		}
+		m.mu.Unlock()
+	}
+	for i, ps := range dropped {
+		m.dropTopic(drops[i], ps)
+	}
+
+	var errs []error
+	for _, o := range opens {
+		p, err := m.openPartition(o.name, o.id, o.mp, o.cfg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o.p = p
+	}
+	if len(opens) > 0 {
+		m.mu.Lock()
+		for _, o := range opens {
+			if o.p == nil {
 				continue
 			}
-			for int(mp.Index) >= len(ps) {
+			ps := m.parts[o.name]
+			for int(o.mp.Index) >= len(ps) {
 				ps = append(ps, nil)
 			}
-			ps[mp.Index] = p
+			ps[o.mp.Index] = o.p
+			m.parts[o.name] = ps
+			m.byID[o.id] = o.name
 		}
-		m.parts[name] = ps
-		m.byID[t.ID] = name
-	}
-	for name, ps := range m.parts {
-		if t := im.Topics[name]; t == nil {
-			m.dropTopic(name, ps)
-		}
+		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
 
+// topicIDOf returns the topic id of a topic's local partitions.
+func topicIDOf(ps []*Partition) ([16]byte, bool) {
+	for _, p := range ps {
+		if p != nil {
+			return p.TopicID, true
+		}
+	}
+	return [16]byte{}, false
+}
+
+// dropTopic closes a removed topic's partitions and deletes their files.
+// The caller has already taken them out of the maps.
 func (m *Manager) dropTopic(name string, ps []*Partition) {
 	for _, p := range ps {
 		if p == nil {
@@ -265,14 +327,13 @@ func (m *Manager) dropTopic(name string, ps []*Partition) {
 		}
 		p.appendMu.Unlock()
 	}
-	if len(ps) > 0 && ps[0] != nil {
-		delete(m.byID, ps[0].TopicID)
-	}
-	delete(m.parts, name)
 	m.log.Info("topic deleted", "topic", name)
 }
 
 func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partition, cfg TopicConfig) (*Partition, error) {
+	if m.openHook != nil {
+		m.openHook(topic, mp.Index)
+	}
 	dir := filepath.Join(m.cfg.Dir, dirName(topic, mp.Index))
 	if err := checkTopicIDFile(dir, id); err != nil {
 		return nil, err
