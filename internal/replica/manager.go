@@ -52,12 +52,12 @@ type Manager struct {
 	now            func() time.Time
 	producerExpiry time.Duration
 
-	applyMu sync.Mutex   // serialises Apply
+	applyMu sync.Mutex // serialises Apply
 	// openHook, when set (tests), runs before each partition log opens.
 	openHook func(topic string, partition int32)
-	mu      sync.RWMutex // guards parts and byID
-	parts   map[string][]*Partition
-	byID    map[[16]byte]string
+	mu       sync.RWMutex // guards parts and byID
+	parts    map[string][]*Partition
+	byID     map[[16]byte]string
 
 	dirtyMu  sync.Mutex // guards dirty and written
 	dirty    []*Partition
