@@ -104,13 +104,20 @@ func (f *clientFlags) connect(ctx context.Context, extra ...kgo.Opt) (*kgo.Clien
 // admin returns a connected kadm client whose requests carry --timeout.
 // Closing the kadm client closes the underlying kgo client.
 func (f *clientFlags) admin(ctx context.Context) (*kadm.Client, error) {
+	_, adm, err := f.clients(ctx)
+	return adm, err
+}
+
+// clients connects and returns the kgo client with an admin client over it
+// (requests time out after --timeout).
+func (f *clientFlags) clients(ctx context.Context) (*kgo.Client, *kadm.Client, error) {
 	cl, err := f.connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(min(f.timeout, time.Duration(1<<31-1)*time.Millisecond).Milliseconds()))
-	return adm, nil
+	return cl, adm, nil
 }
 
 // requireGroups fails, with advice, when the cluster cannot serve a consumer

@@ -434,13 +434,11 @@ func withGroupAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context
 		return err
 	}
 	ctx := cmd.Context()
-	cl, err := cf.connect(ctx)
+	cl, adm, err := cf.clients(ctx)
 	if err != nil {
 		return err
 	}
-	adm := kadm.NewClient(cl)
 	defer adm.Close()
-	adm.SetTimeoutMillis(int32(min(cf.timeout, math.MaxInt32*time.Millisecond).Milliseconds()))
 	return fn(ctx, cl, adm)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -41,16 +42,7 @@ func newTopicCmd() *cobra.Command {
 
 // withAdmin resolves the common flags, connects an admin client and runs fn.
 func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
-	if err := cf.resolve(cmd); err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	adm, err := cf.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	return fn(ctx, adm)
+	return withGroupAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error { return fn(ctx, adm) })
 }
 
 // parseConfigs turns repeated --config key=value flags into a CreateTopics
