@@ -1,4 +1,4 @@
-// Command berth is a Kafka-compatible message broker with work queues.
+// Command berth is a durable, Kafka-compatible message broker.
 package main
 
 import (

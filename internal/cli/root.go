@@ -28,7 +28,7 @@ func Main(args []string) int {
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "berth",
-		Short:         "Berth: a Kafka-compatible message broker with work queues",
+		Short:         "Berth: a durable, Kafka-compatible message broker in one binary",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
