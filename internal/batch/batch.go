@@ -209,7 +209,7 @@ func checkRecords(b []byte, h *Header, lim Limits, scratch *Scratch) error {
 	var maxTS int64 = -1
 	n := int32(0)
 	for len(recs) > 0 {
-		r, rest, err := parseRecord(recs)
+		r, rest, err := parseRecord(recs, false)
 		if err != nil {
 			return err
 		}
@@ -263,8 +263,9 @@ type RecordHeader struct {
 	Value []byte
 }
 
-// parseRecord parses one record from the front of b without keeping headers.
-func parseRecord(b []byte) (Record, []byte, error) {
+// parseRecord parses one record from the front of b, keeping its headers
+// when withHeaders is set.
+func parseRecord(b []byte, withHeaders bool) (Record, []byte, error) {
 	var r Record
 	length, n := binary.Varint(b)
 	if n <= 0 || length < 0 || int64(len(b)-n) < length {
@@ -282,13 +283,17 @@ func parseRecord(b []byte) (Record, []byte, error) {
 	if nh < 0 || nh > int64(len(body)) {
 		return r, nil, fmt.Errorf("%w: bad header count %d", ErrInvalidRecord, nh)
 	}
-	for i := int64(0); i < nh; i++ {
+	for i := int64(0); i < nh && !d.err; i++ {
 		kl := d.varint()
 		if kl < 0 {
 			d.fail()
 		}
+		k := d.b[:min(max(kl, 0), int64(len(d.b)))]
 		d.skip(kl)
-		d.bytes()
+		v := d.bytes()
+		if withHeaders && !d.err {
+			r.Headers = append(r.Headers, RecordHeader{Key: string(k), Value: v})
+		}
 	}
 	if d.err || len(d.b) != 0 {
 		return r, nil, fmt.Errorf("%w: malformed record", ErrInvalidRecord)
@@ -315,24 +320,8 @@ func Records(b []byte, scratch *Scratch) ([]Record, Header, error) {
 	var out []Record
 	for len(recs) > 0 {
 		var r Record
-		length, n := binary.Varint(recs)
-		if n <= 0 || length < 0 || int64(len(recs)-n) < length {
-			return nil, h, fmt.Errorf("%w: bad record length", ErrInvalidRecord)
-		}
-		d := decoder{b: recs[n : n+int(length)]}
-		recs = recs[n+int(length):]
-		r.Attributes = int8(d.byte())
-		r.TimestampDelta = d.varint()
-		r.OffsetDelta = d.varint()
-		r.Key = d.bytes()
-		r.Value = d.bytes()
-		nh := d.varint()
-		for i := int64(0); i < nh && !d.err; i++ {
-			k := d.bytes()
-			r.Headers = append(r.Headers, RecordHeader{Key: string(k), Value: d.bytes()})
-		}
-		if d.err {
-			return nil, h, fmt.Errorf("%w: malformed record", ErrInvalidRecord)
+		if r, recs, err = parseRecord(recs, true); err != nil {
+			return nil, h, err
 		}
 		out = append(out, r)
 	}
