@@ -6,23 +6,10 @@ import (
 	"time"
 )
 
-// cleanerLoop compacts partitions of topics with cleanup.policy=compact
-// (or compact,delete): every backoff it cleans, one at a time, those whose
-// dirty ratio or max.compaction.lag.ms asks for it. One partition at a
-// time keeps the cleaner's memory and I/O bounded.
-func (m *Manager) cleanerLoop(ctx context.Context) {
-	defer m.wg.Done()
-	t := time.NewTicker(m.cfg.CleanerBackoff)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.RunCleaner(ctx)
-		}
-	}
-}
+// The cleaner compacts partitions of topics with cleanup.policy=compact
+// (or compact,delete): every log.cleaner.backoff.ms it cleans, one at a
+// time, those whose dirty ratio or max.compaction.lag.ms asks for it. One
+// partition at a time keeps the cleaner's memory and I/O bounded.
 
 // RunCleaner compacts every partition that needs it now.
 func (m *Manager) RunCleaner(ctx context.Context) {

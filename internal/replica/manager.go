@@ -121,11 +121,11 @@ func (m *Manager) Start(ctx context.Context) {
 		go m.flushLoop(ctx)
 	}
 	go m.syncLoop(ctx)
-	go m.retentionLoop(ctx)
+	go m.every(ctx, m.cfg.RetentionCheck, m.RunRetention)
 	go m.diskLoop(ctx)
 	if m.cfg.CleanerEnable {
 		m.wg.Add(1)
-		go m.cleanerLoop(ctx)
+		go m.every(ctx, m.cfg.CleanerBackoff, func() { m.RunCleaner(ctx) })
 	}
 }
 
@@ -593,16 +593,18 @@ func (m *Manager) syncRound() {
 	})
 }
 
-func (m *Manager) retentionLoop(ctx context.Context) {
+// every runs fn each period until ctx ends; the background loops
+// (retention, cleaner) are started with it.
+func (m *Manager) every(ctx context.Context, period time.Duration, fn func()) {
 	defer m.wg.Done()
-	t := time.NewTicker(m.cfg.RetentionCheck)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.RunRetention()
+			fn()
 		}
 	}
 }
