@@ -91,6 +91,26 @@ func (h *Header) LastSequence() int32 {
 	return int32((int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (1 << 31))
 }
 
+// DecodeHeader decodes the fields of the header at the start of b, which
+// must hold at least HeaderSize bytes, without checking any of them.
+func DecodeHeader(b []byte) Header {
+	return Header{
+		BaseOffset:      int64(binary.BigEndian.Uint64(b[0:])),
+		Length:          int32(binary.BigEndian.Uint32(b[8:])),
+		LeaderEpoch:     int32(binary.BigEndian.Uint32(b[12:])),
+		Magic:           int8(b[16]),
+		CRC:             binary.BigEndian.Uint32(b[17:]),
+		Attributes:      int16(binary.BigEndian.Uint16(b[21:])),
+		LastOffsetDelta: int32(binary.BigEndian.Uint32(b[23:])),
+		BaseTimestamp:   int64(binary.BigEndian.Uint64(b[27:])),
+		MaxTimestamp:    int64(binary.BigEndian.Uint64(b[35:])),
+		ProducerID:      int64(binary.BigEndian.Uint64(b[43:])),
+		ProducerEpoch:   int16(binary.BigEndian.Uint16(b[51:])),
+		BaseSequence:    int32(binary.BigEndian.Uint32(b[53:])),
+		RecordCount:     int32(binary.BigEndian.Uint32(b[57:])),
+	}
+}
+
 // ParseHeader reads a header from the start of b without checking the CRC.
 func ParseHeader(b []byte) (Header, error) {
 	if len(b) < 17 {
@@ -108,15 +128,7 @@ func ParseHeader(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		return h, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(b))
 	}
-	h.CRC = binary.BigEndian.Uint32(b[17:])
-	h.Attributes = int16(binary.BigEndian.Uint16(b[21:]))
-	h.LastOffsetDelta = int32(binary.BigEndian.Uint32(b[23:]))
-	h.BaseTimestamp = int64(binary.BigEndian.Uint64(b[27:]))
-	h.MaxTimestamp = int64(binary.BigEndian.Uint64(b[35:]))
-	h.ProducerID = int64(binary.BigEndian.Uint64(b[43:]))
-	h.ProducerEpoch = int16(binary.BigEndian.Uint16(b[51:]))
-	h.BaseSequence = int32(binary.BigEndian.Uint32(b[53:]))
-	h.RecordCount = int32(binary.BigEndian.Uint32(b[57:]))
+	h = DecodeHeader(b)
 	if h.Length < HeaderSize-12 {
 		return h, fmt.Errorf("%w: batch length %d is below the header size", ErrCorrupt, h.Length)
 	}

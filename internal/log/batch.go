@@ -1,6 +1,8 @@
 package log
 
 import (
+	"github.com/berthmq/berth/internal/batch"
+
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -75,21 +77,9 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 	if len(b) < BatchHeaderSize {
 		return BatchHeader{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrInvalidBatch, len(b), BatchHeaderSize)
 	}
-	h := BatchHeader{
-		BaseOffset:      int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
-		Length:          int32(binary.BigEndian.Uint32(b[offLength:])),
-		LeaderEpoch:     int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])),
-		Magic:           int8(b[offMagic]),
-		CRC:             binary.BigEndian.Uint32(b[offCRC:]),
-		Attributes:      int16(binary.BigEndian.Uint16(b[offAttributes:])),
-		LastOffsetDelta: int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
-		BaseTimestamp:   int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])),
-		MaxTimestamp:    int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
-		ProducerID:      int64(binary.BigEndian.Uint64(b[offProducerID:])),
-		ProducerEpoch:   int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
-		BaseSequence:    int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
-		RecordCount:     int32(binary.BigEndian.Uint32(b[offRecordCount:])),
-	}
+	// The same layout as produce validation decodes (batch.DecodeHeader);
+	// the log adds its own sanity checks.
+	h := BatchHeader(batch.DecodeHeader(b))
 	if err := h.check(); err != nil {
 		return h, err
 	}
