@@ -41,9 +41,14 @@ type AssignRequest struct {
 //   - Balance: the leader is the broker leading the fewest partitions of
 //     this topic, then holding the fewest of its replicas, then leading the
 //     fewest partitions of the cluster; each follower is the allowed broker
-//     with the fewest replicas of this topic, then of the cluster. Balance
-//     within the topic comes first so that one topic's partitions never pile
-//     up on a new, empty broker; existing load decides among equals.
+//     with the fewest replicas of this topic, then (as the brokers leading
+//     few will get a replica when they lead) leading the most of it, then
+//     with the fewest replicas of the cluster. Balance within the topic
+//     comes first so that one topic's partitions never pile up on a new,
+//     empty broker; existing load decides among equals. A new topic's
+//     preferred leaders differ by at most one between live brokers; its
+//     replicas by at most one without racks and two with racks of equal
+//     size (TestAssignRandom checks these bounds).
 //   - Ties go to the broker nearest after a rotating start: partition i
 //     starts at position Seed+i of the rack order and its followers a
 //     rotating shift after the leader, so equal brokers take turns and a
@@ -244,6 +249,7 @@ func (pl *placer) place(i int64, rf int) []int32 {
 			a, b := pl.load[id], pl.load[best]
 			if cmpInts(
 				a.topicReplicas, b.topicReplicas,
+				b.topicLeaders, a.topicLeaders, // more: needs no replica as a future leader
 				a.replicas, b.replicas,
 				int(dist(id, from)), int(dist(best, from))) < 0 {
 				best = id

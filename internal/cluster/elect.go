@@ -147,9 +147,13 @@ func ElectPreferred(p *metadata.Partition, b Brokers) (Decision, error) {
 	if p.Leader == pref {
 		return Decision{}, fmt.Errorf("%w: broker %d already leads partition %d", ErrElectionNotNeeded, pref, p.Index)
 	}
-	if b[pref] != Live || !slices.Contains(p.ISR, pref) {
-		return Decision{}, fmt.Errorf("%w: preferred replica %d of partition %d is %v, in ISR %v",
-			ErrPreferredLeaderNotAvailable, pref, p.Index, b[pref], p.ISR)
+	if b[pref] != Live {
+		return Decision{}, fmt.Errorf("%w: preferred replica %d of partition %d is %v",
+			ErrPreferredLeaderNotAvailable, pref, p.Index, b[pref])
+	}
+	if !slices.Contains(p.ISR, pref) {
+		return Decision{}, fmt.Errorf("%w: preferred replica %d of partition %d is not in the ISR %v",
+			ErrPreferredLeaderNotAvailable, pref, p.Index, p.ISR)
 	}
 	return Decision{Leader: pref, ISR: slices.Clone(p.ISR)}, nil
 }
