@@ -127,6 +127,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		CleanerBackoff: cfg.Duration("log.cleaner.backoff.ms"),
 		Resolve:        func(t map[string]string) replica.TopicConfig { return resolveTopic(cfg, n.ctrl.Image(), t) },
 		Logger:         logger.With("component", "replica"),
+
+		AlterPartition:               n.alterPartition,
+		ReplicaLagMax:                cfg.Duration("replica.lag.time.max.ms"),
+		ReplicaFetchWait:             cfg.Duration("replica.fetch.wait.max.ms"),
+		ReplicaFetchMaxBytes:         int32(cfg.Int("replica.fetch.max.bytes")),
+		ReplicaFetchResponseMaxBytes: int32(cfg.Int("replica.fetch.response.max.bytes")),
 	})
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
 		ln.Close()
@@ -203,6 +209,13 @@ func (n *Node) register(ctx context.Context, id int32, host string, port int32) 
 		return fmt.Errorf("registering broker: %w", err)
 	}
 	return nil
+}
+
+// alterPartition proposes a partition leader's new ISR (Kafka's
+// AlterPartition), fenced by the partition epoch it was computed from.
+func (n *Node) alterPartition(ctx context.Context, topic string, part int32, isr []int32, epoch int32) error {
+	return n.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
+		Topic: topic, Partition: part, ISR: isr, ExpectPartitionEpoch: &epoch}})
 }
 
 // follow applies every new metadata image to the local replicas.

@@ -41,7 +41,7 @@ func (s *offsetsStore) Write(p int32, recs []group.Record, done func(error)) {
 		return
 	}
 	go func() {
-		done(part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second)))
+		done(part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second), true))
 	}()
 }
 

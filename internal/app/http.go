@@ -78,7 +78,10 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 		}
 		return 0
 	})
+	counter("berth_isr_shrinks_total", "ISR shrinks proposed by partitions this node leads (a follower fell behind replica.lag.time.max.ms).", func() float64 { return float64(rm.ISRShrinks.Load()) })
+	counter("berth_isr_expands_total", "ISR expansions proposed by partitions this node leads (a follower caught up).", func() float64 { return float64(rm.ISRExpands.Load()) })
 	reg.MustRegister(&partitionCollector{n: n})
+	reg.MustRegister(&replicationCollector{n: n})
 	reg.MustRegister(&groupCollector{n: n})
 }
 
@@ -107,4 +110,58 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(p.LogStartOffset()), p.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(p.Log().Size()), p.Topic, part)
 	}
+}
+
+var (
+	descUnder = prometheus.NewDesc("berth_partitions_under_replicated",
+		"Partitions this node leads whose in-sync replica set is smaller than their replica set.", nil, nil)
+	descOffline = prometheus.NewDesc("berth_partitions_offline",
+		"Partitions without a leader, cluster-wide; reported by the active controller only (0 elsewhere).", nil, nil)
+	descISR = prometheus.NewDesc("berth_partition_in_sync_replicas",
+		"In-sync replicas of a partition this node leads.", []string{"topic", "partition"}, nil)
+	descFollowerLag = prometheus.NewDesc("berth_replication_follower_lag_records",
+		"Records a follower is behind the leader's log end (on the leader; -1 offset before its first fetch counts the whole log).",
+		[]string{"topic", "partition", "follower"}, nil)
+)
+
+// replicationCollector reports the health of replication at scrape time.
+type replicationCollector struct{ n *Node }
+
+func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descUnder
+	ch <- descOffline
+	ch <- descISR
+	ch <- descFollowerLag
+}
+
+func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
+	under := 0
+	for _, p := range c.n.replicas.All() {
+		if !p.IsLeader() {
+			continue
+		}
+		part := strconv.Itoa(int(p.Index))
+		isr := p.ISR()
+		ch <- prometheus.MustNewConstMetric(descISR, prometheus.GaugeValue, float64(len(isr)), p.Topic, part)
+		fs := p.Followers()
+		if len(isr) < len(fs)+1 {
+			under++
+		}
+		for _, f := range fs {
+			ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, float64(f.Lag), p.Topic, part, strconv.Itoa(int(f.Broker)))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
+	offline := 0
+	if c.n.ctrl.IsLeader() {
+		im := c.n.ctrl.Image()
+		for _, t := range im.Topics {
+			for _, mp := range t.Partitions {
+				if mp.Leader < 0 {
+					offline++
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descOffline, prometheus.GaugeValue, float64(offline))
 }

@@ -2,8 +2,11 @@ package handler
 
 // Produce, versions 3-13 (v0-2 carry message format v0/v1, which Berth does
 // not store; Kafka 4 dropped them too). acks 0, 1 and -1. With
-// durability.mode=fsync (the default) acks=1 and acks=-1 are both answered
-// only after the batch is fsync'd (group commit). Topic ids (v13+) are
+// durability.mode=fsync (the default) acks=1 is answered once the batch is
+// fsync'd on the leader (group commit), acks=-1 once it is fsync'd on every
+// in-sync replica (the high watermark passed it), and refused with
+// NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas
+// (NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank during the wait). Topic ids (v13+) are
 // served. Not honoured yet: transactional batches (INVALID_RECORD until
 // transactions land), per-record errors (ErrorRecords), CurrentLeader.
 
@@ -90,7 +93,7 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 	deadline := time.Now().Add(timeout)
 	return func() kmsg.Response {
 		for _, w := range waits {
-			if err := w.p.WaitDurable(w.durable, w.gen, deadline); err != nil {
+			if err := w.p.WaitDurable(w.durable, w.gen, deadline, r.Acks == -1); err != nil {
 				w.out.ErrorCode = code(err)
 				w.out.BaseOffset = -1
 				if r.Version >= 8 {

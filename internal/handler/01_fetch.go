@@ -6,10 +6,14 @@ package handler
 // with KIP-74's at-least-one-batch rule, the isolation level field, current
 // leader epoch fencing (v9+) and topic ids (v13+). Fetch sessions (KIP-227)
 // are answered sessionless: SessionID 0 tells the client to send full
-// requests, which every client supports. Records beyond the high watermark
-// (not yet durable) are never served. Not honoured yet: follower fetches
-// (replica id >= 0; the cluster issue), read_committed filtering of aborted
-// transactions (there are none until transactions land: LSO = HW).
+// requests, which every client supports. Consumers never see records beyond
+// the high watermark (not yet durable on every in-sync replica). A fetch
+// with a replica id (ReplicaID before v15, ReplicaState after) is a
+// follower's: it reads up to the log end offset and its fetch offset tells
+// the leader how far the follower's log reaches (replication.go in
+// internal/replica). Not honoured yet: read_committed filtering of aborted
+// transactions (there are none until transactions land: LSO = HW), fetching
+// from followers (KIP-392).
 
 import (
 	"context"
@@ -105,6 +109,10 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchRes
 	}
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	im := b.image()
+	replicaID := r.ReplicaID
+	if r.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
 	budget := int(r.MaxBytes)
 	if budget <= 0 {
 		budget = 50 << 20
@@ -143,7 +151,12 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchRes
 			if rem := budget - total; int(max) > rem {
 				max = int32(rem)
 			}
-			res, err := p.Read(rp.FetchOffset, max, total == 0, alloc)
+			var res replica.ReadResult
+			if replicaID >= 0 {
+				res, err = p.ReadReplica(replicaID, rp.FetchOffset, max, alloc)
+			} else {
+				res, err = p.Read(rp.FetchOffset, max, total == 0, alloc)
+			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if err != nil {
 				sp.ErrorCode = code(err)

@@ -208,6 +208,46 @@ func (l *Log) Truncate(offset int64) error {
 	return nil
 }
 
+// Reset deletes every segment and starts an empty log at offset, which
+// may be beyond the log end offset (a follower that fell behind its
+// leader's log start). Like Truncate, it is durable when it returns.
+func (l *Log) Reset(offset int64) error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
+	}
+	l.truncGen.Add(1) // odd: readers wait or retry
+	defer l.truncGen.Add(1)
+	if err := l.truncateFullyLocked(offset); err != nil {
+		l.fail(err)
+		return err
+	}
+	l.durable.Store(offset)
+	if err := l.cleanerTruncatedLocked(offset); err != nil {
+		return err
+	}
+	l.epochs.truncateFromEnd(offset)
+	if err := l.persistEpochsLocked(); err != nil {
+		return err
+	}
+	if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), offset); err != nil {
+		return err
+	}
+	l.rp = offset
+	l.dropStaleProducerSnapshot(offset)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.dirDirty = false
+	return nil
+}
+
 func (l *Log) truncateLocked(offset int64) error {
 	segs := l.segments()
 	k := findSegment(segs, offset)

@@ -36,7 +36,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 							b.Error(err)
 							return
 						}
-						if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(time.Minute)); err != nil {
+						if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(time.Minute), true); err != nil {
 							b.Error(err)
 							return
 						}

@@ -97,7 +97,7 @@ func appendDurable(t *testing.T, p *Partition, b []byte) AppendResult {
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
-	if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second)); err != nil {
+	if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second), true); err != nil {
 		t.Fatalf("wait durable: %v", err)
 	}
 	return res
@@ -191,7 +191,7 @@ func TestDiskFullFsyncMode(t *testing.T) {
 		ffs.FailWritesAfter(n, syscall.ENOSPC)
 		res, err := p.Append(makeBatch(7, 0, 6, 3, "c"), nil)
 		if err == nil {
-			err = p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second))
+			err = p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second), true)
 		}
 		if !errors.Is(err, ErrStorage) {
 			t.Fatalf("budget %d: got %v, want ErrStorage", n, err)
@@ -225,7 +225,7 @@ func TestFailedFsyncFailsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatalf("staging an append: %v", err)
 	}
-	if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second)); !errors.Is(err, ErrStorage) {
+	if err := p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second), true); !errors.Is(err, ErrStorage) {
 		t.Fatalf("wait for a write whose fsync failed: %v, want ErrStorage", err)
 	}
 	if hw := p.HighWatermark(); hw != 3 {
@@ -282,7 +282,7 @@ func TestDiskFullDropsWholeRound(t *testing.T) {
 	m, p, dir := openPartition(t, ffs, true)
 	durable := func(res AppendResult) error {
 		m.flushAndSync()
-		return p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second))
+		return p.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second), true)
 	}
 	res, err := p.Append(makeBatch(-1, 0, 0, 2, "a"), nil)
 	if err == nil {
@@ -303,7 +303,7 @@ func TestDiskFullDropsWholeRound(t *testing.T) {
 	ffs.FailWritesAfter(int64(len(big))+10, syscall.ENOSPC)
 	m.flushAndSync()
 	for i, r := range []AppendResult{r1, r2} {
-		if err := p.WaitDurable(r.Durable, r.Gen, time.Now().Add(10*time.Second)); !errors.Is(err, ErrStorage) {
+		if err := p.WaitDurable(r.Durable, r.Gen, time.Now().Add(10*time.Second), true); !errors.Is(err, ErrStorage) {
 			t.Fatalf("batch %d of the failed round: %v, want ErrStorage", i, err)
 		}
 	}

@@ -41,6 +41,15 @@ type ManagerConfig struct {
 	// FS is the filesystem for partition logs; nil is the OS. Tests pass
 	// a log.FaultFS to inject full disks and failed fsyncs.
 	FS blog.FS
+
+	// Replication. AlterPartition proposes a new ISR for a partition this
+	// node leads (Kafka's AlterPartition: a PartitionChange with the
+	// partition epoch); nil keeps ISRs as they are.
+	AlterPartition               func(ctx context.Context, topic string, partition int32, isr []int32, partitionEpoch int32) error
+	ReplicaLagMax                time.Duration // replica.lag.time.max.ms
+	ReplicaFetchWait             time.Duration // replica.fetch.wait.max.ms
+	ReplicaFetchMaxBytes         int32         // replica.fetch.max.bytes
+	ReplicaFetchResponseMaxBytes int32         // replica.fetch.response.max.bytes
 }
 
 // Manager owns this node's partition replicas, the group-commit syncer and
@@ -49,6 +58,7 @@ type ManagerConfig struct {
 type Manager struct {
 	cfg            ManagerConfig
 	log            *slog.Logger
+	applied        atomic.Pointer[metadata.Image] // last image applied
 	now            func() time.Time
 	producerExpiry time.Duration
 
@@ -67,6 +77,10 @@ type Manager struct {
 
 	diskLow atomic.Bool
 
+	ctx      context.Context // set by Start; fetchers run under it
+	fmu      sync.Mutex      // guards fetchers
+	fetchers map[int32]*fetcher
+
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 
@@ -81,6 +95,8 @@ type ManagerMetrics struct {
 	FsyncNanos        atomic.Int64
 	SyncRounds        atomic.Int64
 	RetentionSegs     atomic.Int64
+	ISRShrinks        atomic.Int64
+	ISRExpands        atomic.Int64
 }
 
 // NewManager makes a manager; Start loads existing partitions.
@@ -103,19 +119,37 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.ProducerExpiry <= 0 {
 		cfg.ProducerExpiry = 24 * time.Hour
 	}
+	if cfg.ReplicaLagMax <= 0 {
+		cfg.ReplicaLagMax = 30 * time.Second
+	}
+	if cfg.ReplicaFetchWait <= 0 {
+		cfg.ReplicaFetchWait = 500 * time.Millisecond
+	}
+	if cfg.ReplicaFetchMaxBytes <= 0 {
+		cfg.ReplicaFetchMaxBytes = 1 << 20
+	}
+	if cfg.ReplicaFetchResponseMaxBytes <= 0 {
+		cfg.ReplicaFetchResponseMaxBytes = 10 << 20
+	}
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, now: cfg.Now, producerExpiry: cfg.ProducerExpiry,
 		parts:    map[string][]*Partition{},
 		byID:     map[[16]byte]string{},
 		kick:     make(chan struct{}, 1),
 		syncKick: make(chan struct{}, 1),
+		fetchers: map[int32]*fetcher{},
 	}
 }
 
-// Start runs the syncer, retention and disk-space loops.
+// Start runs the syncer, retention, disk-space and ISR loops, and the
+// replica fetchers of partitions applied before.
 func (m *Manager) Start(ctx context.Context) {
 	ctx, m.cancel = context.WithCancel(ctx)
-	m.wg.Add(3)
+	m.fmu.Lock()
+	m.ctx = ctx
+	m.fmu.Unlock()
+	m.wg.Add(4)
+	go m.every(ctx, max(m.cfg.ReplicaLagMax/4, 10*time.Millisecond), m.checkISRs)
 	if m.cfg.Fsync {
 		m.wg.Add(1)
 		go m.flushLoop(ctx)
@@ -127,6 +161,38 @@ func (m *Manager) Start(ctx context.Context) {
 		m.wg.Add(1)
 		go m.every(ctx, m.cfg.CleanerBackoff, func() { m.RunCleaner(ctx) })
 	}
+	m.applyMu.Lock()
+	if im := m.applied.Load(); im != nil {
+		m.applyRoles(im)
+	}
+	m.applyMu.Unlock()
+}
+
+// checkISRs shrinks the ISRs of led partitions whose followers lag.
+func (m *Manager) checkISRs() {
+	now := m.now().UnixMilli()
+	for _, p := range m.All() {
+		p.checkISR(now, m.cfg.ReplicaLagMax)
+	}
+}
+
+// alterISR proposes isr for p in the background; the result arrives as a
+// new metadata image (or, on failure, clears the pending change).
+func (m *Manager) alterISR(p *Partition, isr []int32, partEpoch int32) {
+	if m.cfg.AlterPartition == nil {
+		p.alterDone(errors.New("no controller"))
+		return
+	}
+	m.log.Info("proposing ISR change", "topic", p.Topic, "partition", p.Index, "isr", isr, "partition_epoch", partEpoch)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := m.cfg.AlterPartition(ctx, p.Topic, p.Index, isr, partEpoch)
+		if err != nil {
+			m.log.Warn("ISR change not committed; will retry", "topic", p.Topic, "partition", p.Index, "isr", isr, "err", err)
+		}
+		p.alterDone(err)
+	}()
 }
 
 // Close stops the loops, syncs and closes every log.
@@ -134,6 +200,7 @@ func (m *Manager) Close() error {
 	if m.cancel != nil {
 		m.cancel()
 	}
+	m.stopFetchers()
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -215,6 +282,9 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	// (every produce and fetch) do not wait for a large topic to open.
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	if last := m.applied.Load(); last != nil && im.Index < last.Index {
+		return nil // a newer image was applied already
+	}
 	type opening struct {
 		name string
 		id   [16]byte
@@ -242,7 +312,6 @@ func (m *Manager) Apply(im *metadata.Image) error {
 				c := cfg
 				p.cfg.Store(&c)
 				p.log.SetConfig(c.Log)
-				p.leaderEpoch.Store(mp.LeaderEpoch)
 				continue
 			}
 			opens = append(opens, &opening{name: name, id: t.ID, mp: mp, cfg: cfg})
@@ -299,7 +368,26 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 		m.mu.Unlock()
 	}
+	m.applied.Store(im)
+	m.applyRoles(im)
 	return errors.Join(errs...)
+}
+
+// applyRoles makes each local partition the leader or a follower as the
+// image says, and points the followers' fetchers at their leaders.
+func (m *Manager) applyRoles(im *metadata.Image) {
+	for _, p := range m.All() {
+		t := im.Topic(p.Topic)
+		if t == nil || t.ID != p.TopicID {
+			continue
+		}
+		mp := t.Partition(p.Index)
+		if mp == nil || !contains(mp.Replicas, m.cfg.NodeID) {
+			continue // reassigned away: the files stay until the topic goes
+		}
+		leader := p.applyPartition(mp)
+		m.follow(p, leader, im)
+	}
 }
 
 // topicIDOf returns the topic id of a topic's local partitions.
@@ -319,6 +407,7 @@ func (m *Manager) dropTopic(name string, ps []*Partition) {
 		if p == nil {
 			continue
 		}
+		m.unfollow(p)
 		p.closed.Store(true)
 		p.notify()
 		p.appendMu.Lock() // wait out an append in progress
@@ -345,11 +434,18 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	p := &Partition{Topic: topic, TopicID: id, Index: mp.Index, log: l, mgr: m, logg: m.log, producers: newProducerState()}
 	c := cfg
 	p.cfg.Store(&c)
-	p.leaderEpoch.Store(mp.LeaderEpoch)
 	// Everything recovered from disk was on disk at open: it is durable.
+	// With one replica it is committed too; with more, the leader learns
+	// the high watermark again from its followers' fetches, and a follower
+	// from its leader.
 	leo := l.LogEndOffset()
-	p.hw.Store(leo)
 	p.synced.Store(leo)
+	if len(mp.Replicas) <= 1 {
+		p.hw.Store(leo)
+	} else {
+		p.hw.Store(l.LogStartOffset())
+	}
+	p.repl.leader = metadata.NoLeader
 	p.nextOffset = leo
 	if err := p.loadProducers(); err != nil {
 		m.log.Warn("rebuilding producer state", "topic", topic, "partition", mp.Index, "err", err)

@@ -28,13 +28,16 @@ var (
 	ErrInvalidOffset = errors.New("replica: offset is beyond the high watermark") // OFFSET_OUT_OF_RANGE
 )
 
-// Partition is one replica of a topic partition. Today every partition is
-// a leader with one replica; the cluster issue adds followers.
+// Partition is one replica of a topic partition: the leader, which takes
+// produce requests, or a follower copying the leader's log (replication.go,
+// fetcher.go).
 //
-// Locking: appendMu owns the append path (producer state, offset
-// assignment and the staged batches, in order). The high watermark is an
-// atomic written only by the syncer. The waiters set has its own small
-// mutex, never held while taking appendMu.
+// Locking: flushMu (the flusher's writes, a follower's appends and
+// truncations) → appendMu (producer state, offset assignment and the
+// staged batches, in order) → genMu → rmu (replication state). The high
+// watermark is an atomic moved by the syncer, by follower fetches (leader)
+// and by fetch responses (follower). The waiters set has its own small
+// mutex, never held while taking another.
 //
 // With durability.mode=fsync, Append does not write: it assigns offsets and
 // stages the batch; the syncer writes everything staged since the last
@@ -78,6 +81,15 @@ type Partition struct {
 
 	wmu     sync.Mutex // guards waiters
 	waiters map[*Waiter]struct{}
+
+	// Replication (replication.go, fetcher.go).
+	leading  atomic.Bool
+	leaderHW atomic.Int64 // follower: the leader's high watermark
+	// flushMu serialises writes to the log that bypass appendMu (the
+	// flusher's) with a follower's truncation.
+	flushMu sync.Mutex
+	rmu     sync.Mutex // guards repl
+	repl    replState
 }
 
 // TopicConfig is the effective configuration of a topic's partitions.
@@ -180,6 +192,9 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if !p.leading.Load() {
+		return res, ErrNotLeader
+	}
 	res.Gen = p.gen.Load()
 	if idem {
 		dup, err := p.producers.check(h)
@@ -241,6 +256,8 @@ const maxFlushChunk = 4 << 20
 // batch is dropped and its producers get an error; offsets and producer
 // state are rebuilt from the log.
 func (p *Partition) flush() error {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
 	staged := p.staged
 	p.staged = nil
@@ -248,6 +265,7 @@ func (p *Partition) flush() error {
 	if len(staged) == 0 {
 		return nil
 	}
+	defer p.notify() // followers long-poll for written data
 	epoch := p.leaderEpoch.Load()
 	limit := int(p.cfg.Load().Log.SegmentBytes)
 	if limit > maxFlushChunk || limit <= 0 {
@@ -328,15 +346,19 @@ func (p *Partition) advanceIfGen(off int64, gen uint64) {
 	}
 }
 
-// advance is called after an fsync up to off.
+// advance is called after an fsync up to off (os mode: after a write).
+// The high watermark follows: on a leader up to the in-sync followers'
+// progress, on a follower up to the leader's high watermark.
 func (p *Partition) advance(off int64) {
 	if off > p.synced.Load() {
 		p.synced.Store(off)
 	}
-	if off > p.hw.Load() {
-		p.hw.Store(off)
-		p.notify()
+	if p.leading.Load() {
+		p.updateHW()
+	} else {
+		p.followerHW()
 	}
+	p.notify() // acks=1 waits for synced
 }
 
 // fail marks the partition as unable to take writes after an fsync error:
@@ -348,15 +370,33 @@ func (p *Partition) fail(err error) {
 	p.notify()
 }
 
-// WaitDurable blocks until the high watermark reaches off, the partition
-// fails, the staged write of generation gen is dropped, or the deadline
-// passes.
-func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time) error {
+// WaitDurable blocks until a write ending at off may be acknowledged, the
+// partition fails or loses its leadership, the staged write of generation
+// gen is dropped, or the deadline passes. With all (acks=all) it waits for
+// the high watermark, so for every in-sync replica, and then checks that
+// the ISR still meets min.insync.replicas; otherwise (acks=1) for this
+// replica's own durable offset.
+func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all bool) error {
+	reached := func() bool {
+		if all {
+			return p.hw.Load() >= off
+		}
+		return p.synced.Load() >= off
+	}
+	done := func() error {
+		if all {
+			return p.minISRCheck()
+		}
+		return nil
+	}
+	if !p.leading.Load() {
+		return ErrNotLeader
+	}
 	if p.gen.Load() != gen {
 		return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
 	}
-	if p.hw.Load() >= off {
-		return nil
+	if reached() {
+		return done()
 	}
 	w := NewWaiter()
 	defer w.Done()
@@ -364,11 +404,14 @@ func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time) error
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
+		if !p.leading.Load() {
+			return ErrNotLeader
+		}
 		if p.gen.Load() != gen {
 			return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
 		}
-		if p.hw.Load() >= off {
-			return nil
+		if reached() {
+			return done()
 		}
 		if errp := p.failed.Load(); errp != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, *errp)

@@ -1,0 +1,363 @@
+package replica_test
+
+// Replication through the real Kafka path: three brokers (replica manager,
+// handlers and a Kafka listener each, on loopback ports) share one
+// metadata controller, and a stock client (kgo) produces with acks=all.
+// The metadata quorum is not what is tested here; leadership changes are
+// proposed by the test as the controller would.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/handler"
+	blog "github.com/berthmq/berth/internal/log"
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
+)
+
+type testBroker struct {
+	id   int32
+	dir  string
+	ln   net.Listener
+	addr string
+	mgr  *replica.Manager
+	srv  *server.Server
+	stop chan struct{}
+	done chan struct{}
+}
+
+type testCluster struct {
+	t       *testing.T
+	ctrl    *metadata.Controller
+	brokers []*testBroker
+	lagMax  time.Duration
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	root := t.TempDir()
+	mc := metadata.Config{Dir: filepath.Join(root, "meta"), NodeID: 1, TickInterval: 10 * time.Millisecond, Logger: quietLogger()}
+	ctrl, err := metadata.Open(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ctrl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, ctrl: ctrl, lagMax: time.Second}
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &testBroker{id: int32(i), dir: filepath.Join(root, "broker-"+strconv.Itoa(i)), ln: ln, addr: ln.Addr().String()}
+		c.brokers = append(c.brokers, b)
+		host, port, _ := net.SplitHostPort(b.addr)
+		p, _ := strconv.Atoi(port)
+		if err := ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: b.id, Host: host, Port: int32(p)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range c.brokers {
+		c.startBroker(b)
+	}
+	t.Cleanup(func() {
+		for _, b := range c.brokers {
+			c.stopBroker(b)
+		}
+		ctrl.Close()
+	})
+	return c
+}
+
+func (c *testCluster) startBroker(b *testBroker) {
+	t := c.t
+	if b.ln == nil {
+		ln, err := net.Listen("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.ln = ln
+	}
+	b.mgr = replica.NewManager(replica.ManagerConfig{
+		Dir: b.dir, NodeID: b.id, Fsync: true,
+		Resolve: func(cfgs map[string]string) replica.TopicConfig {
+			tc := replica.TopicConfig{Log: blog.DefaultConfig(), MaxMessageBytes: 1 << 20, MinInsyncReplicas: 1,
+				TimestampBeforeMs: 1 << 62, TimestampAfterMs: 1 << 62}
+			if v, ok := cfgs["min.insync.replicas"]; ok {
+				tc.MinInsyncReplicas, _ = strconv.Atoi(v)
+			}
+			return tc
+		},
+		Logger:           quietLogger(),
+		ReplicaLagMax:    c.lagMax,
+		ReplicaFetchWait: 100 * time.Millisecond,
+		AlterPartition: func(ctx context.Context, topic string, part int32, isr []int32, epoch int32) error {
+			return c.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
+				Topic: topic, Partition: part, ISR: isr, ExpectPartitionEpoch: &epoch}})
+		},
+	})
+	if err := b.mgr.Apply(c.ctrl.Image()); err != nil {
+		t.Fatal(err)
+	}
+	b.mgr.Start(context.Background())
+	h := handler.New(handler.Config{
+		NodeID: b.id, Broker: config.Defaults(), Controller: c.ctrl, Replicas: b.mgr, Logger: quietLogger(),
+	})
+	b.srv = server.New(b.ln, h, server.Config{Logger: quietLogger()})
+	go b.srv.Serve()
+	ch, unsub := c.ctrl.Subscribe()
+	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.done)
+		defer unsub()
+		for {
+			select {
+			case <-b.stop:
+				return
+			case <-ch:
+				b.mgr.Apply(c.ctrl.Image())
+			}
+		}
+	}()
+}
+
+func (c *testCluster) stopBroker(b *testBroker) {
+	if b.srv == nil {
+		return
+	}
+	b.srv.Close()
+	close(b.stop)
+	<-b.done
+	b.mgr.Close()
+	b.srv, b.ln = nil, nil
+}
+
+func (c *testCluster) seeds() []string {
+	var s []string
+	for _, b := range c.brokers {
+		s = append(s, b.addr)
+	}
+	return s
+}
+
+func (c *testCluster) createTopic(name string, replicas [][]int32, configs map[string]string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.ctrl.Propose(ctx, metadata.Record{CreateTopic: &metadata.CreateTopic{
+		Name: name, ID: metadata.NewTopicID(), Partitions: int32(len(replicas)), Replicas: replicas, Configs: configs}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *testCluster) partition(topic string) metadata.Partition {
+	return c.ctrl.Image().Topic(topic).Partitions[0]
+}
+
+func (c *testCluster) changeLeader(topic string, leader int32, isr []int32) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
+		Topic: topic, Partition: 0, Leader: &leader, ISR: isr}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, within time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", within, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func produce(t *testing.T, cl *kgo.Client, topic string, from, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(fmt.Sprintf("value-%d", i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+func consumeAll(t *testing.T, seeds []string, topic string, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", len(got), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// logEnd is a broker's log end offset for topic-0.
+func (c *testCluster) logEnd(b *testBroker, topic string) int64 {
+	p := b.mgr.Get(topic, 0)
+	if p == nil {
+		return -1
+	}
+	return p.LogEndOffset()
+}
+
+func TestReplicationAcksAllReachesEveryReplica(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("orders", [][]int32{{0, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "orders", 0, 500)
+
+	// acks=all answered: every ISR member holds every record.
+	for _, b := range c.brokers {
+		if got := c.logEnd(b, "orders"); got != 500 {
+			t.Errorf("broker %d: log end %d after 500 acknowledged records, want 500", b.id, got)
+		}
+	}
+
+	// A follower that stops holds acks=all back until the leader has
+	// removed it from the ISR (replica.lag.time.max.ms), never less.
+	c.stopBroker(c.brokers[2])
+	produce(t, cl, "orders", 500, 1)
+	if isr := c.partition("orders").ISR; !slices.Equal(isr, []int32{0, 1}) {
+		t.Fatalf("acks=all answered while the ISR was %v, which includes the stopped broker 2", isr)
+	}
+	for _, b := range c.brokers[:2] {
+		if got := c.logEnd(b, "orders"); got != 501 {
+			t.Errorf("broker %d: log end %d, want 501", b.id, got)
+		}
+	}
+	got := consumeAll(t, c.seeds()[:2], "orders", 501)
+	for i, v := range got {
+		if want := fmt.Sprintf("value-%d", i); v != want {
+			t.Fatalf("record %d = %q, want %q", i, v, want)
+		}
+	}
+}
+
+func TestReplicationISRShrinksAndExpands(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("jobs", [][]int32{{0, 1, 2}}, map[string]string{"min.insync.replicas": "3"})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(0), kgo.ProduceRequestTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "jobs", 0, 10)
+
+	// A follower stops: after replica.lag.time.max.ms the leader drops it
+	// from the ISR, and acks=all is refused below min.insync.replicas.
+	c.stopBroker(c.brokers[2])
+	eventually(t, 10*time.Second, func() error {
+		if isr := c.partition("jobs").ISR; !slices.Equal(isr, []int32{0, 1}) {
+			return fmt.Errorf("ISR %v, want [0 1]", isr)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Value: []byte("refused")}).FirstErr()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("produce with ISR below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+
+	// It returns, catches up, and rejoins the ISR.
+	c.startBroker(c.brokers[2])
+	eventually(t, 10*time.Second, func() error {
+		if isr := c.partition("jobs").ISR; !slices.Equal(isr, []int32{0, 1, 2}) {
+			return fmt.Errorf("ISR %v, want [0 1 2]", isr)
+		}
+		return nil
+	})
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	produce(t, cl2, "jobs", 10, 10)
+	if got := c.logEnd(c.brokers[2], "jobs"); got != 20 {
+		t.Fatalf("returned follower's log end %d, want 20", got)
+	}
+}
+
+func TestReplicationLeaderChangeKeepsAcknowledgedRecords(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("ledger", [][]int32{{0, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "ledger", 0, 100)
+
+	// The leader's broker goes away; the controller elects broker 1 from
+	// the ISR with a new leader epoch.
+	c.stopBroker(c.brokers[0])
+	c.changeLeader("ledger", 1, []int32{1, 2})
+	produce(t, cl, "ledger", 100, 100)
+
+	// The old leader returns as a follower and converges on the new
+	// leader's log.
+	c.startBroker(c.brokers[0])
+	eventually(t, 10*time.Second, func() error {
+		if got := c.logEnd(c.brokers[0], "ledger"); got != 200 {
+			return fmt.Errorf("old leader's log end %d, want 200", got)
+		}
+		return nil
+	})
+	got := consumeAll(t, c.seeds(), "ledger", 200)
+	for i, v := range got {
+		if want := fmt.Sprintf("value-%d", i); v != want {
+			t.Fatalf("record %d = %q, want %q", i, v, want)
+		}
+	}
+	if p := c.brokers[0].mgr.Get("ledger", 0); p.IsLeader() {
+		t.Fatal("old leader still thinks it leads")
+	}
+}
