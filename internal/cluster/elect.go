@@ -57,8 +57,10 @@ func BrokersOf(im *metadata.Image) Brokers {
 
 // Decision is a partition's leader and ISR as an election leaves them.
 type Decision struct {
-	Leader int32   // metadata.NoLeader: offline
-	ISR    []int32 // never empty when Leader is set
+	Leader int32 // metadata.NoLeader: offline
+	// ISR is never empty when Leader is set. It may share the
+	// partition's slice: do not modify it.
+	ISR []int32
 	// Unclean: the leader was not in the ISR; records the old ISR had
 	// acknowledged may be lost. The caller logs it as a data-loss risk.
 	Unclean bool
@@ -111,6 +113,9 @@ func (d Decision) same(p *metadata.Partition) bool {
 // through AlterPartition once it has caught up.
 func Reconcile(p *metadata.Partition, b Brokers, unclean bool) (Decision, bool) {
 	live := func(id int32) bool { return b[id] == Live }
+	if live(p.Leader) && !slices.ContainsFunc(p.ISR, func(id int32) bool { return !live(id) }) {
+		return Decision{Leader: p.Leader, ISR: p.ISR}, false // the common case: nothing to do, no allocation
+	}
 	isr := filter(p.ISR, live)
 	if len(isr) == 0 {
 		isr = slices.Clone(p.ISR)
@@ -137,14 +142,14 @@ func Reconcile(p *metadata.Partition, b Brokers, unclean bool) (Decision, bool) 
 
 // ElectPreferred decides a preferred-leader election (ElectLeaders
 // PREFERRED, and the automatic rebalance): the first replica becomes
-// leader. ErrElectionNotNeeded when it already is,
+// leader. ErrElectionNotNeeded when it already is (and is Live),
 // ErrPreferredLeaderNotAvailable when it is not Live or not in the ISR.
 func ElectPreferred(p *metadata.Partition, b Brokers) (Decision, error) {
 	if len(p.Replicas) == 0 {
 		return Decision{}, fmt.Errorf("%w: partition %d has no replicas", ErrPreferredLeaderNotAvailable, p.Index)
 	}
 	pref := p.Replicas[0]
-	if p.Leader == pref {
+	if p.Leader == pref && b[pref] == Live {
 		return Decision{}, fmt.Errorf("%w: broker %d already leads partition %d", ErrElectionNotNeeded, pref, p.Index)
 	}
 	if b[pref] != Live {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,48 @@ func TestUncleanEnabled(t *testing.T) {
 			t.Errorf("UncleanEnabled(%s, dynamic=%v, default %v) = %v, want %v",
 				tc.topic, tc.im == dyn, tc.def, got, tc.want)
 		}
+	}
+}
+
+// TestPlanElections: every partition when none are named, per-partition
+// outcomes, and changes fenced on the partition epoch they were decided
+// from.
+func TestPlanElections(t *testing.T) {
+	im := emptyImage(t)
+	for id := range int32(4) {
+		im = applyRecs(t, im, register(id, ""))
+	}
+	two := int32(2)
+	im = applyRecs(t, im,
+		createTopic("b", [][]int32{{1, 2}, {2, 1}}, nil),
+		createTopic("a", [][]int32{{3, 1}}, nil))
+	im = applyRecs(t, im, metadata.Record{PartitionChange: &metadata.PartitionChange{Topic: "b", Partition: 0, Leader: &two}})
+	im = applyRecs(t, im, fence(3, true))
+	states := BrokersOf(im)
+
+	res := PlanElections(im, states, Preferred, nil)
+	var got []string
+	for _, r := range res {
+		s := fmt.Sprintf("%s-%d:", r.Topic, r.Partition)
+		if r.Err != nil {
+			s += strings.SplitN(errName(r.Err), ":", 2)[0]
+		} else {
+			s += fmt.Sprintf("leader=%d expect=%d", *r.Change.Leader, *r.Change.ExpectPartitionEpoch)
+		}
+		got = append(got, s)
+	}
+	want := []string{"a-0:PREFERRED_LEADER_NOT_AVAILABLE", "b-0:leader=1 expect=1", "b-1:ELECTION_NOT_NEEDED"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PlanElections(all) = %v, want %v", got, want)
+	}
+
+	// a-0's leader 3 is fenced in the image: an unclean request elects 1,
+	// which is in the ISR (a clean election).
+	res = PlanElections(im, states, Unclean, []TopicPartition{{"a", 0}, {"a", 1}, {"b", 0}})
+	if r := res[0]; r.Err != nil || *r.Change.Leader != 1 || r.Decision.Unclean || !slices.Equal(r.Change.ISR, []int32{1}) {
+		t.Fatalf("unclean a-0: %+v", r)
+	}
+	if !errors.Is(res[1].Err, ErrUnknownPartition) || !errors.Is(res[2].Err, ErrElectionNotNeeded) {
+		t.Fatalf("unclean a-1, b-0: %v, %v", res[1].Err, res[2].Err)
 	}
 }

@@ -503,3 +503,40 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// catchUpLiveness adds CatchUp: brokers in behind have not caught up.
+type catchUpLiveness struct {
+	*fakeLiveness
+	behind map[int32]bool
+}
+
+func (l catchUpLiveness) CaughtUp(id int32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.behind[id]
+}
+
+// TestSupervisorUnfenceWaitsForCatchUp: with a Liveness that implements
+// CatchUp, a returning broker stays fenced until it has caught up.
+func TestSupervisorUnfenceWaitsForCatchUp(t *testing.T) {
+	e := newEnv(t, []int32{1, 2}, Config{}, nil)
+	cl := catchUpLiveness{e.live, map[int32]bool{2: true}}
+	sup, err := New(e.ctrl, cl, Config{Now: e.clock.Now, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sup = sup
+	e.propose(fence(2, true))
+	e.hear(1, 2)
+	e.tick()
+	if !e.fenced(2) {
+		t.Fatal("broker 2 unfenced before it caught up")
+	}
+	cl.mu.Lock()
+	cl.behind[2] = false
+	cl.mu.Unlock()
+	e.tick()
+	if e.fenced(2) {
+		t.Fatal("broker 2 caught up and heard from but still fenced")
+	}
+}
