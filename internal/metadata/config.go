@@ -32,9 +32,29 @@ type Config struct {
 	TickInterval time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Transport carries Raft messages to other voters. nil = LoopbackTransport
-	// (one voter; nothing is ever sent).
+	// Transport carries Raft messages to other members. nil =
+	// LoopbackTransport (one voter; nothing is ever sent). A cluster uses
+	// a TCPTransport; see quorum.go.
 	Transport Transport
+	// Voters is the voter set a new cluster starts with (Kafka's
+	// controller.quorum.voters): Raft ids and controller addresses. It is
+	// used once, when the directory is empty: every voter bootstraps the
+	// same configuration from it. Later starts follow the configuration in
+	// the log and only warn if Voters disagrees. A node whose id is not in
+	// Voters starts empty and asks the leader to add it as an observer
+	// (Raft learner). Empty Voters: a one-voter cluster of NodeID with no
+	// network, as before clustering existed.
+	Voters []Voter
+	// Addr is this node's controller address as peers reach it,
+	// host:port. With Voters set it defaults to NodeID's entry there; an
+	// observer must set it.
+	Addr string
+}
+
+// Voter is one entry of Config.Voters.
+type Voter struct {
+	ID   uint64 // Raft id: RaftID(node.id)
+	Addr string // host:port
 }
 
 // Raft timing in ticks: election timeout 10 ticks, heartbeat 1 tick, as in
@@ -61,6 +81,13 @@ func (c *Config) Defaults() {
 	if c.Transport == nil {
 		c.Transport = LoopbackTransport{}
 	}
+	if c.Addr == "" {
+		for _, v := range c.Voters {
+			if v.ID == c.NodeID {
+				c.Addr = v.Addr
+			}
+		}
+	}
 }
 
 // Validate reports the first invalid field.
@@ -70,8 +97,8 @@ func (c Config) Validate() error {
 		return errors.New("metadata: Config.Dir is empty")
 	case c.NodeID == 0:
 		return errors.New("metadata: Config.NodeID must be > 0 (use RaftID(node.id))")
-	case c.NodeID >= 1<<62:
-		return fmt.Errorf("metadata: Config.NodeID %d is out of range", c.NodeID)
+	case c.NodeID > 1<<31:
+		return fmt.Errorf("metadata: Config.NodeID %d is out of range (RaftID of an int32 node.id)", c.NodeID)
 	case c.SnapshotEvery == 0:
 		return errors.New("metadata: Config.SnapshotEvery must be > 0")
 	case c.TickInterval <= 0:
@@ -80,6 +107,26 @@ func (c Config) Validate() error {
 	if c.ClusterID != "" {
 		if err := validClusterID(c.ClusterID); err != nil {
 			return err
+		}
+	}
+	seen := map[uint64]bool{}
+	for _, v := range c.Voters {
+		switch {
+		case v.ID == 0 || v.ID > 1<<31:
+			return fmt.Errorf("metadata: voter id %d is out of range", v.ID)
+		case seen[v.ID]:
+			return fmt.Errorf("metadata: voter %d is listed twice", v.ID)
+		case v.Addr == "":
+			return fmt.Errorf("metadata: voter %d has no address", v.ID)
+		}
+		seen[v.ID] = true
+	}
+	if len(c.Voters) > 0 {
+		if _, loop := c.Transport.(LoopbackTransport); loop && !(len(c.Voters) == 1 && seen[c.NodeID]) {
+			return errors.New("metadata: Config.Voters names other nodes but Transport is LoopbackTransport; use a TCPTransport")
+		}
+		if c.Addr == "" {
+			return fmt.Errorf("metadata: node %d is not in Config.Voters, so it joins as an observer and needs Config.Addr", c.NodeID)
 		}
 	}
 	return nil

@@ -22,8 +22,9 @@ import (
 //
 // Ownership: the fields under "loop state" belong to the goroutine running
 // run (between Start and its exit), and to Open/Close when it is not
-// running. Other goroutines talk to it through propc and recvc. image,
-// leader and the subscriptions are safe for concurrent use.
+// running. Other goroutines talk to it through propc, recvc and the
+// reports queue (reportMu, reportc). image, leader, status and the
+// subscriptions are safe for concurrent use.
 type Controller struct {
 	cfg Config
 	log *slog.Logger
@@ -37,6 +38,14 @@ type Controller struct {
 
 	propc chan *proposal
 	recvc chan *pb.Message
+
+	// Transport reports and join requests, queued for the loop; reportc
+	// (buffer 1) signals that the queue is not empty.
+	reportMu sync.Mutex
+	reports  []report
+	reportc  chan struct{}
+
+	status atomic.Pointer[QuorumStatus]
 
 	startMu  sync.Mutex
 	started  bool
@@ -59,14 +68,50 @@ type Controller struct {
 	snapIndex   uint64 // index of the newest snapshot file
 	waiters     map[uint64]*proposal
 	isLeader    bool
+	lead        uint64            // leader as of the last SoftState
+	ticks       uint64            // ticks since run started
+	seen        map[uint64]uint64 // log index -> id of a waiting proposal appended there
+	confPending uint64            // index of the newest conf change appended to the local log
+	lastHeard   map[uint64]time.Time
+	joinAt      map[uint64]uint64 // raft id -> tick its join conf change was proposed
+	peers       map[uint64]string // last given to Transport.SetPeers
+	running     bool              // run has started
+	confIndex   uint64            // index of the last applied conf change
+	snapWanted  bool              // raft asked for a snapshot newer than snapIndex
+	removed     bool              // applied a change removing this node (since Open)
+}
+
+// raftStorage is the MemoryStorage Raft reads, except that it withholds a
+// snapshot older than the last applied configuration change and has the
+// loop take a fresh one: a member added after the snapshot would refuse
+// it (a snapshot must name its recipient in its ConfState), and Raft
+// retries the send after ErrSnapshotTemporarilyUnavailable. Raft calls it
+// from the loop goroutine only.
+type raftStorage struct {
+	*raft.MemoryStorage
+	c *Controller
+}
+
+func (s raftStorage) Snapshot() (*pb.Snapshot, error) {
+	snap, err := s.MemoryStorage.Snapshot()
+	if err == nil && snap.GetMetadata().GetIndex() < s.c.confIndex {
+		s.c.snapWanted = true
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return snap, err
 }
 
 type subscription struct{ ch chan struct{} }
 
 type proposal struct {
 	id   uint64
-	data []byte
+	data []byte              // an EntryNormal's data, or
+	cc   *pb.ConfChangeV2    // a configuration change (quorum.go)
 	done chan proposalResult // buffered 1
+
+	// loop state
+	tick  uint64 // when handed to Raft
+	index uint64 // log index where it was appended locally; 0 = not yet
 }
 
 type proposalResult struct {
@@ -75,9 +120,11 @@ type proposalResult struct {
 }
 
 // Open replays the snapshot and WAL in cfg.Dir (creating it on first use,
-// bootstrapping a one-voter Raft configuration of cfg.NodeID) and applies
-// every committed entry, so Image is current when Open returns. It starts
-// no goroutines; Close releases the files.
+// bootstrapping the Raft configuration from cfg.Voters, or a one-voter
+// configuration of cfg.NodeID when Voters is empty) and applies every
+// committed entry, so Image is current when Open returns. It starts no
+// goroutines; Close releases the files (not the Transport, which belongs to
+// the caller).
 func Open(cfg Config) (*Controller, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -89,10 +136,15 @@ func Open(cfg Config) (*Controller, error) {
 		subs:    map[*subscription]struct{}{},
 		propc:   make(chan *proposal),
 		recvc:   make(chan *pb.Message, 256),
+		reportc: make(chan struct{}, 1),
 		stopc:   make(chan struct{}),
 		donec:   make(chan struct{}),
 		readyc:  make(chan struct{}),
 		waiters: map[uint64]*proposal{},
+		seen:    map[uint64]uint64{},
+
+		lastHeard: map[uint64]time.Time{},
+		joinAt:    map[uint64]uint64{},
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
@@ -125,10 +177,9 @@ func Open(cfg Config) (*Controller, error) {
 		c.wal.close()
 		return nil, err
 	}
-	if cs := c.confState; !slices.Contains(cs.GetVoters(), cfg.NodeID) && !slices.Contains(cs.GetLearners(), cfg.NodeID) {
+	if err := c.checkMembership(r.fresh); err != nil {
 		c.wal.close()
-		return nil, fmt.Errorf("metadata: node %d is not a member of the metadata quorum (voters %v) in %s; wrong node.id?",
-			cfg.NodeID, cs.GetVoters(), cfg.Dir)
+		return nil, err
 	}
 	if got := c.Image().ClusterID; cfg.ClusterID != "" && got != "" && got != cfg.ClusterID {
 		c.wal.close()
@@ -153,18 +204,20 @@ func (c *Controller) startRaft(fresh bool) (err error) {
 		ID:                        c.cfg.NodeID,
 		ElectionTick:              ElectionTicks,
 		HeartbeatTick:             HeartbeatTicks,
-		Storage:                   c.ms,
+		Storage:                   raftStorage{c.ms, c},
 		Applied:                   c.Image().Index,
 		MaxSizePerMsg:             1 << 20,
 		MaxInflightMsgs:           256,
 		MaxUncommittedEntriesSize: 64 << 20,
 		CheckQuorum:               true,
 		PreVote:                   true,
-		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
 		Logger:                    raftLogger{c.log},
 	})
 	if err == nil && fresh {
-		err = c.rn.Bootstrap([]raft.Peer{{ID: c.cfg.NodeID}})
+		if peers := c.bootstrapPeers(); len(peers) > 0 {
+			err = c.rn.Bootstrap(peers)
+		}
 	}
 	for err == nil && c.rn.HasReady() {
 		err = c.handleReady(c.rn.Ready())
@@ -172,12 +225,14 @@ func (c *Controller) startRaft(fresh bool) (err error) {
 	return err
 }
 
-// Start runs the Raft loop. With one voter it campaigns, and returns once
-// this node is leader, every entry of the log is applied and the cluster
-// id is set (generated and proposed if neither the log nor the Config has
-// one). With several voters it returns once a leader is known and this node
-// has applied an entry of the leader's term. It returns ctx's error if that
-// takes longer than ctx allows (the loop keeps running; call Close).
+// Start starts the Transport and runs the Raft loop. With one voter it
+// campaigns, and returns once this node is leader, every entry of the log
+// is applied and the cluster id is set (generated and proposed if neither
+// the log nor the Config has one). With several voters, and on an observer,
+// it returns once a leader is known, this node has applied an entry of the
+// leader's term (so it holds everything committed before) and the cluster
+// id is set. It returns ctx's error if that takes longer than ctx allows
+// (the loop keeps running; call Close).
 func (c *Controller) Start(ctx context.Context) error {
 	c.startMu.Lock()
 	switch {
@@ -189,6 +244,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		return errors.New("metadata: controller already started")
 	}
 	c.started = true
+	c.cfg.Transport.Start(receiver{c})
+	c.updatePeers()
+	c.publishStatus()
 	go c.run()
 	c.startMu.Unlock()
 
@@ -199,18 +257,25 @@ func (c *Controller) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("metadata: waiting for leadership: %w", ctx.Err())
 	}
-	if c.Image().ClusterID != "" || c.leader.Load() != c.cfg.NodeID {
-		return nil
-	}
 	id := c.cfg.ClusterID
 	if id == "" {
 		id = NewClusterID()
 	}
-	err := c.Propose(ctx, Record{SetClusterID: &SetClusterID{ID: id}})
-	if errors.Is(err, ErrClusterIDMismatch) && c.cfg.ClusterID == "" {
-		err = nil // another proposer set one first
+	for c.Image().ClusterID == "" {
+		err := c.Propose(ctx, Record{SetClusterID: &SetClusterID{ID: id}})
+		switch {
+		case errors.Is(err, ErrClusterIDMismatch) && c.cfg.ClusterID == "":
+			return nil // another proposer set one first
+		case errors.Is(err, ErrProposalDropped) && ctx.Err() == nil:
+			continue // lost in a leader change; the loop re-checks
+		case err != nil:
+			return fmt.Errorf("metadata: setting the cluster id: %w", err)
+		}
 	}
-	return err
+	if got := c.Image().ClusterID; c.cfg.ClusterID != "" && got != c.cfg.ClusterID {
+		return fmt.Errorf("%w: configured %q, metadata log has %q", ErrClusterIDMismatch, c.cfg.ClusterID, got)
+	}
+	return nil
 }
 
 // Close stops the loop, takes a snapshot if anything was applied since the
@@ -248,8 +313,8 @@ func (c *Controller) Leader() uint64 { return c.leader.Load() }
 // controller that accepts proposals.
 func (c *Controller) IsLeader() bool { return c.leader.Load() == c.cfg.NodeID }
 
-// Step hands a Raft message received from a peer to the loop. For network
-// Transports; a one-voter cluster never receives any.
+// Step hands a Raft message received from a peer to the loop; it is the
+// receiving end of a Transport. A one-voter cluster never receives any.
 func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 	select {
 	case c.recvc <- m:
@@ -261,11 +326,14 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 	}
 }
 
-// Propose appends recs as one Raft entry and waits until it is applied.
-// The batch applies atomically; the returned error is the apply error (e.g.
-// ErrTopicExists), ErrNotLeader, ErrClosed or ctx's error. After a ctx
-// error, or ErrNotLeader from a leadership loss, the outcome is unknown:
-// the entry may still apply.
+// Propose appends recs as one Raft entry and waits until it is applied on
+// this node. Any member may propose: a follower forwards the entry to the
+// leader. The batch applies atomically; the returned error is the apply
+// error (e.g. ErrTopicExists), ErrProposalDropped, ErrNotLeader (not
+// started), ErrClosed or ctx's error. While no leader is known Propose
+// waits for one (until ctx ends). After a ctx error or ErrProposalDropped
+// the outcome is unknown: the entry may still apply, so retry with that in
+// mind (a repeated create gets ErrTopicExists).
 func (c *Controller) Propose(ctx context.Context, recs ...Record) error {
 	_, err := c.propose(ctx, recs)
 	return err
@@ -277,6 +345,29 @@ func (c *Controller) propose(ctx context.Context, recs []Record) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	return c.submit(ctx, &proposal{id: id, data: data})
+}
+
+// submit hands p to the loop and waits for its result, retrying (with a
+// fresh id) while no leader is known: nothing was proposed then.
+func (c *Controller) submit(ctx context.Context, p *proposal) (Result, error) {
+	for {
+		res, err := c.submitOnce(ctx, p)
+		if !errors.Is(err, errNoLeader) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-c.donec:
+			return Result{}, c.loopErr()
+		case <-time.After(c.cfg.TickInterval):
+		}
+		// Nothing was proposed: resubmit p as it is.
+	}
+}
+
+func (c *Controller) submitOnce(ctx context.Context, p *proposal) (Result, error) {
 	c.startMu.Lock()
 	started, closed := c.started, c.closed
 	c.startMu.Unlock()
@@ -286,7 +377,7 @@ func (c *Controller) propose(ctx context.Context, recs []Record) (Result, error)
 	case !started:
 		return Result{}, fmt.Errorf("%w: controller not started", ErrNotLeader)
 	}
-	p := &proposal{id: id, data: data, done: make(chan proposalResult, 1)}
+	p.done = make(chan proposalResult, 1)
 	select {
 	case c.propc <- p:
 	case <-c.donec:
@@ -364,6 +455,7 @@ func (c *Controller) run() {
 	defer c.failWaiters(ErrClosed)
 	tick := time.NewTicker(c.cfg.TickInterval)
 	defer tick.Stop()
+	c.running = true
 
 	if slices.Equal(c.confState.GetVoters(), []uint64{c.cfg.NodeID}) {
 		if err := c.rn.Campaign(); err != nil {
@@ -371,6 +463,7 @@ func (c *Controller) run() {
 			return
 		}
 	}
+	c.announce()
 	for {
 		if err := c.drainReady(); err != nil {
 			c.fatalErr = err
@@ -381,11 +474,14 @@ func (c *Controller) run() {
 		case <-c.stopc:
 			return
 		case <-tick.C:
-			c.rn.Tick()
+			c.onTick()
 		case m := <-c.recvc:
+			c.lastHeard[m.GetFrom()] = time.Now()
 			if err := c.rn.Step(m); err != nil {
 				c.log.Debug("metadata: dropped raft message", "type", m.GetType(), "from", m.GetFrom(), "err", err)
 			}
+		case <-c.reportc:
+			c.drainReports()
 		case p := <-c.propc:
 			c.proposeLocked(p)
 		more:
@@ -401,19 +497,91 @@ func (c *Controller) run() {
 	}
 }
 
-// proposeLocked hands a proposal to raft; loop goroutine only.
+// proposeLocked hands a proposal to raft; loop goroutine only. On a
+// follower Raft forwards it to the leader; with no leader known it is
+// refused at once (errNoLeader, which submit retries).
 func (c *Controller) proposeLocked(p *proposal) {
-	if !c.isLeader {
-		p.done <- proposalResult{err: ErrNotLeader}
-		return
+	var err error
+	if p.cc != nil {
+		var skip bool
+		if skip, err = c.checkConfChange(p.cc); err == nil && skip {
+			p.done <- proposalResult{}
+			return
+		}
+		if err == nil {
+			err = c.rn.ProposeConfChange(p.cc)
+		}
+	} else {
+		err = c.rn.Propose(p.data)
 	}
-	c.waiters[p.id] = p
-	if err := c.rn.Propose(p.data); err != nil {
-		delete(c.waiters, p.id)
+	if err != nil {
 		if errors.Is(err, raft.ErrProposalDropped) {
-			err = fmt.Errorf("%w: proposal dropped", ErrNotLeader)
+			err = errNoLeader
 		}
 		p.done <- proposalResult{err: err}
+		return
+	}
+	p.tick, p.index = c.ticks, 0
+	c.waiters[p.id] = p
+}
+
+// finish answers the waiting proposal id, if any.
+func (c *Controller) finish(id uint64, r proposalResult) {
+	if p := c.waiters[id]; p != nil {
+		delete(c.waiters, id)
+		if p.index != 0 && c.seen[p.index] == id {
+			delete(c.seen, p.index)
+		}
+		p.done <- r
+	}
+}
+
+// dropped fails proposal id with ErrProposalDropped.
+func (c *Controller) dropped(id uint64, why string) {
+	c.finish(id, proposalResult{err: fmt.Errorf("%w: %s", ErrProposalDropped, why)})
+}
+
+// proposalTimeoutTicks is how long a proposal may stay out of the local
+// log (a forwarded proposal lost on the way, or one Raft refused) before
+// it fails with ErrProposalDropped.
+const proposalTimeoutTicks = 3 * ElectionTicks
+
+// onTick advances Raft's clock and does the loop's periodic work.
+func (c *Controller) onTick() {
+	c.rn.Tick()
+	c.ticks++
+	for id, p := range c.waiters {
+		if p.index == 0 && c.ticks-p.tick > proposalTimeoutTicks {
+			c.dropped(id, "not appended to the log in time; outcome unknown, retry")
+		}
+	}
+	if c.ticks%ElectionTicks == 0 {
+		c.announce()
+	}
+	c.publishStatus()
+}
+
+// trackAppended notes where this node's waiting proposals land in the
+// local log, and fails those whose entry was overwritten (a new leader
+// replaced an uncommitted tail).
+func (c *Controller) trackAppended(ents []*pb.Entry) {
+	for _, e := range ents {
+		idx := e.GetIndex()
+		if e.GetType() != pb.EntryNormal {
+			c.confPending = max(c.confPending, idx)
+		}
+		if len(c.waiters) == 0 && len(c.seen) == 0 {
+			continue
+		}
+		node, id := entryOrigin(e)
+		if old, ok := c.seen[idx]; ok && (node != c.cfg.NodeID || old != id) {
+			delete(c.seen, idx)
+			c.dropped(old, "overwritten by a new leader's log")
+		}
+		if p := c.waiters[id]; p != nil && node == c.cfg.NodeID {
+			p.index = idx
+			c.seen[idx] = id
+		}
 	}
 }
 
@@ -435,9 +603,8 @@ func (c *Controller) drainReady() error {
 }
 
 func (c *Controller) failWaiters(err error) {
-	for id, p := range c.waiters {
-		p.done <- proposalResult{err: err}
-		delete(c.waiters, id)
+	for id := range c.waiters {
+		c.finish(id, proposalResult{err: err})
 	}
 }
 
@@ -447,10 +614,9 @@ func (c *Controller) failWaiters(err error) {
 func (c *Controller) handleReady(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		c.leader.Store(rd.SoftState.Lead)
-		was := c.isLeader
 		c.isLeader = rd.SoftState.RaftState == raft.StateLeader
-		if was && !c.isLeader {
-			c.failWaiters(fmt.Errorf("%w: lost leadership, outcome unknown", ErrNotLeader))
+		if rd.SoftState.Lead != c.lead {
+			c.leaderChanged(rd.SoftState.Lead)
 		}
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
@@ -462,6 +628,7 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		hs = rd.HardState
 	}
+	c.trackAppended(rd.Entries)
 	if err := c.wal.append(rd.Entries, hs, rd.MustSync); err != nil {
 		return err
 	}
@@ -489,7 +656,8 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 	if changed {
 		c.notify()
 	}
-	if c.Image().Index-c.snapIndex >= c.cfg.SnapshotEvery {
+	if c.Image().Index-c.snapIndex >= c.cfg.SnapshotEvery || (c.snapWanted && c.Image().Index > c.snapIndex) {
+		c.snapWanted = false
 		return c.snapshot()
 	}
 	return nil
@@ -509,23 +677,15 @@ func (c *Controller) applyEntry(e *pb.Entry) (bool, error) {
 		c.image.Store(&next)
 	}
 	c.appliedTerm = e.GetTerm()
+	if pid, ok := c.seen[idx]; ok {
+		if node, id := entryOrigin(e); node != c.cfg.NodeID || id != pid {
+			delete(c.seen, idx)
+			c.dropped(pid, "overwritten by a new leader's log")
+		}
+	}
 	switch e.GetType() {
-	case pb.EntryConfChange:
-		var cc pb.ConfChange
-		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
-		}
-		c.confState = c.rn.ApplyConfChange(&cc)
-		bump()
-		return false, nil
-	case pb.EntryConfChangeV2:
-		var cc pb.ConfChangeV2
-		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
-		}
-		c.confState = c.rn.ApplyConfChange(&cc)
-		bump()
-		return false, nil
+	case pb.EntryConfChange, pb.EntryConfChangeV2:
+		return c.applyConfEntry(e)
 	}
 	if len(e.GetData()) == 0 {
 		bump()
@@ -543,10 +703,7 @@ func (c *Controller) applyEntry(e *pb.Entry) (bool, error) {
 	}
 	c.image.Store(next)
 	if d.Node == c.cfg.NodeID {
-		if p := c.waiters[d.ID]; p != nil {
-			delete(c.waiters, d.ID)
-			p.done <- proposalResult{res: res, err: err}
-		}
+		c.finish(d.ID, proposalResult{res: res, err: err})
 	}
 	if err != nil {
 		c.log.Debug("metadata: entry rejected", "index", idx, "err", err)
@@ -624,7 +781,15 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
 	c.appliedTerm = snap.GetMetadata().GetTerm()
 	c.image.Store(im)
+	for idx, id := range c.seen {
+		if idx <= c.snapIndex {
+			delete(c.seen, idx)
+			c.dropped(id, "the log was replaced by the leader's snapshot; outcome unknown")
+		}
+	}
+	c.updatePeers()
 	c.notify()
+	c.log.Info("metadata: installed snapshot from the leader", "index", c.snapIndex)
 	return nil
 }
 

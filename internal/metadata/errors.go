@@ -36,12 +36,39 @@ var (
 	// cannot propose; or it lost leadership while a proposal was in flight,
 	// in which case the proposal's outcome is unknown.
 	ErrNotLeader = errors.New("metadata: not the controller leader")
+	// ErrProposalDropped: a proposal was lost before this node saw it
+	// commit: the leader changed, the forwarded proposal never reached the
+	// leader's log in time, or the leader's log overwrote it. Its outcome
+	// is unknown (it may still apply); retrying is safe for idempotent
+	// records and gets e.g. ErrTopicExists for a create that did apply.
+	// errors.Is(err, ErrNotLeader) also holds, so the Kafka edge answers
+	// the retriable NOT_CONTROLLER.
+	ErrProposalDropped error = &derivedError{"metadata: proposal dropped before it committed (leader change); outcome unknown, retry", ErrNotLeader}
+	// ErrInvalidQuorumChange: a voter or observer change that the current
+	// quorum configuration does not allow (the message says why).
+	ErrInvalidQuorumChange = errors.New("metadata: invalid quorum change")
+	// ErrQuorumChangePending: another quorum change has not applied yet;
+	// changes go one at a time.
+	ErrQuorumChangePending = errors.New("metadata: another quorum change is in progress; retry once it has applied")
 	// ErrClosed: the controller is closed or stopped after a fatal error.
 	ErrClosed = errors.New("metadata: controller closed")
 	// ErrCorrupt: an on-disk file failed validation. Returned wrapped in a
 	// *CorruptionError.
 	ErrCorrupt = errors.New("metadata: corrupt file")
 )
+
+// errNoLeader: Raft refused a proposal because no leader is known, so
+// nothing was proposed; submit retries it.
+var errNoLeader = fmt.Errorf("%w: no leader known", ErrNotLeader)
+
+// derivedError is a sentinel that also matches a more general one.
+type derivedError struct {
+	msg string
+	is  error
+}
+
+func (e *derivedError) Error() string        { return e.msg }
+func (e *derivedError) Is(target error) bool { return target == e.is }
 
 // CorruptionError reports a damaged WAL or snapshot file and where the
 // damage starts. errors.Is(err, ErrCorrupt) holds for it.

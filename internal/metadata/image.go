@@ -18,6 +18,12 @@ type Image struct {
 	// NextProducerID is the first producer id not yet handed out in a
 	// ProducerIDBlock.
 	NextProducerID int64
+	// Controllers maps the Kafka node id of every member of the metadata
+	// quorum (voters and observers) whose Raft address is known to that
+	// address, host:port. It changes only through Raft configuration
+	// changes (see quorum.go); a one-voter cluster that never had an
+	// address configured has none.
+	Controllers map[int32]string
 }
 
 // Broker is a registered broker.
@@ -58,6 +64,7 @@ func emptyImage() *Image {
 		Topics:        map[string]*Topic{},
 		TopicIDs:      map[[16]byte]string{},
 		BrokerConfigs: map[string]string{},
+		Controllers:   map[int32]string{},
 	}
 }
 

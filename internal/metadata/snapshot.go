@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,6 +75,12 @@ type imageJSON struct {
 	Brokers        []brokerJSON      `json:"brokers"`
 	BrokerConfigs  map[string]string `json:"brokerConfigs"`
 	Topics         []topicJSON       `json:"topics"`
+	Controllers    []controllerJSON  `json:"controllers,omitempty"`
+}
+
+type controllerJSON struct {
+	ID   int32  `json:"id"`
+	Addr string `json:"addr"`
 }
 
 type brokerJSON struct {
@@ -123,6 +130,9 @@ func EncodeImage(im *Image) []byte {
 		}
 		j.Topics = append(j.Topics, tj)
 	}
+	for _, id := range slices.Sorted(maps.Keys(im.Controllers)) {
+		j.Controllers = append(j.Controllers, controllerJSON{id, im.Controllers[id]})
+	}
 	b, err := json.Marshal(j)
 	if err != nil {
 		panic("metadata: encoding image: " + err.Error()) // only plain types: cannot fail
@@ -149,6 +159,12 @@ func DecodeImage(b []byte) (*Image, error) {
 			return bad("broker %d twice", b.ID)
 		}
 		im.Brokers[b.ID] = Broker(b)
+	}
+	for _, c := range j.Controllers {
+		if _, dup := im.Controllers[c.ID]; dup || c.ID < 0 {
+			return bad("controller %d twice or negative", c.ID)
+		}
+		im.Controllers[c.ID] = c.Addr
 	}
 	for _, tj := range j.Topics {
 		if im.Topics[tj.Name] != nil {

@@ -1,0 +1,639 @@
+package metadata
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+)
+
+// The quorum: voters and observers (Raft learners), their addresses, and
+// changes to them.
+//
+// Every member's controller address travels in the Context of the Raft
+// configuration change that adds it (confContext), so it is committed with
+// the membership itself and every member learns it by applying the log.
+// Applying builds Image.Controllers (node id -> address), which snapshots
+// carry, and which the Controller hands to Transport.SetPeers.
+//
+// A node that is not a member, or whose address in the log is not the one
+// it is configured with (and that has not seen its own removal since it
+// started), sends a JoinRequest every election timeout to the
+// leader (or to every address it knows while no leader is known). The
+// leader answers by proposing the change itself: AddLearnerNode for a
+// newcomer, or the member's current role with the new address. Voter
+// changes are operator decisions (AddVoter, PromoteLearner, RemoveMember),
+// one at a time: a change is refused while another is in the log and not
+// yet applied.
+
+// confContext is the JSON Context of Berth's configuration changes:
+//
+//	{"addr":"host:port","node":<proposer raft id>,"id":<proposal id>}
+//
+// addr is the member's controller address (omitted: unchanged); node and
+// id find the waiting caller, as in an entry's envelope.
+type confContext struct {
+	Addr string `json:"addr,omitempty"`
+	Node uint64 `json:"node,omitempty"`
+	ID   uint64 `json:"id,omitempty"`
+}
+
+// parseConfContext reads a Context; anything else (empty, or written by
+// another tool) carries no address and no waiter.
+func parseConfContext(b []byte) confContext {
+	var c confContext
+	if len(b) > 0 {
+		if json.Unmarshal(b, &c) != nil {
+			return confContext{}
+		}
+	}
+	return c
+}
+
+func (cc confContext) encode() []byte {
+	b, _ := json.Marshal(cc) // plain strings and numbers: cannot fail
+	return b
+}
+
+// NodeID maps a Raft id back to the Kafka node.id (RaftID's inverse).
+func NodeID(raftID uint64) int32 { return int32(raftID - 1) }
+
+// entryOrigin returns the proposer and proposal id of an entry, or zeros.
+func entryOrigin(e *pb.Entry) (node, id uint64) {
+	switch e.GetType() {
+	case pb.EntryNormal:
+		if len(e.GetData()) == 0 {
+			return 0, 0
+		}
+		var o struct {
+			Node uint64 `json:"node"`
+			ID   uint64 `json:"id"`
+		}
+		if json.Unmarshal(e.GetData(), &o) != nil {
+			return 0, 0
+		}
+		return o.Node, o.ID
+	case pb.EntryConfChange:
+		var cc pb.ConfChange
+		if proto.Unmarshal(e.GetData(), &cc) != nil {
+			return 0, 0
+		}
+		ctx := parseConfContext(cc.GetContext())
+		return ctx.Node, ctx.ID
+	case pb.EntryConfChangeV2:
+		var cc pb.ConfChangeV2
+		if proto.Unmarshal(e.GetData(), &cc) != nil {
+			return 0, 0
+		}
+		ctx := parseConfContext(cc.GetContext())
+		return ctx.Node, ctx.ID
+	}
+	return 0, 0
+}
+
+// bootstrapPeers is the configuration a fresh directory starts with: every
+// voter of Config.Voters in id order, with its address, so that all voters
+// write identical first entries; just this node with no address when
+// Voters is empty (as before clustering); none on an observer, which
+// receives the configuration from the leader.
+func (c *Controller) bootstrapPeers() []raft.Peer {
+	if len(c.cfg.Voters) == 0 {
+		return []raft.Peer{{ID: c.cfg.NodeID}}
+	}
+	if !c.inVoterList(c.cfg.NodeID) {
+		return nil
+	}
+	vs := slices.SortedFunc(slices.Values(c.cfg.Voters), func(a, b Voter) int { return cmp.Compare(a.ID, b.ID) })
+	peers := make([]raft.Peer, len(vs))
+	for i, v := range vs {
+		peers[i] = raft.Peer{ID: v.ID, Context: confContext{Addr: v.Addr}.encode()}
+	}
+	return peers
+}
+
+func (c *Controller) inVoterList(id uint64) bool {
+	return slices.ContainsFunc(c.cfg.Voters, func(v Voter) bool { return v.ID == id })
+}
+
+func (c *Controller) isVoter(id uint64) bool   { return slices.Contains(c.confState.GetVoters(), id) }
+func (c *Controller) isLearner(id uint64) bool { return slices.Contains(c.confState.GetLearners(), id) }
+
+// checkMembership runs at Open, after the log is replayed: the log's
+// configuration wins over Config.Voters, which only bootstraps.
+func (c *Controller) checkMembership(fresh bool) error {
+	cs := c.confState
+	self := c.cfg.NodeID
+	member := c.isVoter(self) || c.isLearner(self)
+	if len(c.cfg.Voters) == 0 {
+		if !member {
+			return fmt.Errorf("metadata: node %d is not a member of the metadata quorum (voters %v) in %s; wrong node.id?",
+				self, cs.GetVoters(), c.cfg.Dir)
+		}
+		return nil
+	}
+	if !fresh {
+		want := make([]uint64, 0, len(c.cfg.Voters))
+		for _, v := range c.cfg.Voters {
+			want = append(want, v.ID)
+		}
+		slices.Sort(want)
+		if got := slices.Sorted(slices.Values(cs.GetVoters())); !slices.Equal(want, got) {
+			c.log.Warn("metadata: controller.quorum.voters differs from the voters in the metadata log; following the log "+
+				"(the list is read only when the directory is empty; to change voters see docs/operations.md)",
+				"configured", raftToNodeIDs(want), "log", raftToNodeIDs(got))
+		}
+	}
+	switch {
+	case member:
+	case fresh:
+		c.log.Info("metadata: node is not in controller.quorum.voters; it starts empty and joins the quorum as an observer",
+			"node", NodeID(self), "addr", c.cfg.Addr)
+	default:
+		c.log.Warn("metadata: node is not a member of the quorum in its metadata log; asking the leader to add it as an observer",
+			"node", NodeID(self), "voters", raftToNodeIDs(cs.GetVoters()), "observers", raftToNodeIDs(cs.GetLearners()))
+	}
+	return nil
+}
+
+func raftToNodeIDs(ids []uint64) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = NodeID(id)
+	}
+	return out
+}
+
+// peerAddrs is every known member address: Config.Voters, overridden by
+// what the log says.
+func (c *Controller) peerAddrs() map[uint64]string {
+	m := map[uint64]string{}
+	for _, v := range c.cfg.Voters {
+		m[v.ID] = v.Addr
+	}
+	for id, a := range c.Image().Controllers {
+		m[RaftID(id)] = a
+	}
+	return m
+}
+
+// updatePeers gives the Transport the current addresses when they changed.
+func (c *Controller) updatePeers() {
+	m := c.peerAddrs()
+	if c.peers != nil && maps.Equal(m, c.peers) {
+		return
+	}
+	c.peers = m
+	c.cfg.Transport.SetPeers(m)
+}
+
+// applyConfEntry applies a committed configuration change: to Raft, to
+// c.confState and to Image.Controllers. A change Raft rejects (it cannot
+// happen for changes proposed through this package, which validates them,
+// but the log is input) leaves the configuration as it was, on every
+// member alike. Loop goroutine only.
+func (c *Controller) applyConfEntry(e *pb.Entry) (bool, error) {
+	idx := e.GetIndex()
+	var cci pb.ConfChangeI
+	var ctxb []byte
+	if e.GetType() == pb.EntryConfChange {
+		cc := &pb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
+		}
+		cci, ctxb = cc, cc.GetContext()
+	} else {
+		cc := &pb.ConfChangeV2{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return false, fmt.Errorf("metadata: entry %d: conf change: %w", idx, err)
+		}
+		cci, ctxb = cc, cc.GetContext()
+	}
+	cctx := parseConfContext(ctxb)
+	cs, err := c.applyConfChange(cci)
+	im := c.Image()
+	next := *im
+	next.Index = idx
+	changed := false
+	if err == nil {
+		c.confState, c.confIndex = cs, idx
+		if ctrls := nextControllers(im.Controllers, cci.AsV2(), cctx.Addr); !maps.Equal(ctrls, im.Controllers) {
+			next.Controllers, changed = ctrls, true
+		}
+		for _, ch := range cci.AsV2().GetChanges() {
+			if ch.GetNodeId() == c.cfg.NodeID {
+				c.removed = ch.GetType() == pb.ConfChangeRemoveNode
+			}
+		}
+		if c.removed && c.running {
+			c.log.Warn("metadata: this node was removed from the metadata quorum; it will not ask to rejoin until restarted")
+		}
+		if c.running {
+			c.log.Info("metadata: quorum configuration changed", "index", idx,
+				"voters", raftToNodeIDs(cs.GetVoters()), "observers", raftToNodeIDs(cs.GetLearners()))
+		}
+	} else {
+		c.log.Warn("metadata: quorum change rejected", "index", idx, "err", err)
+	}
+	c.image.Store(&next)
+	if cctx.Node == c.cfg.NodeID && cctx.ID != 0 {
+		c.finish(cctx.ID, proposalResult{err: err})
+	}
+	if changed {
+		c.updatePeers()
+	}
+	return changed, nil
+}
+
+// applyConfChange applies cc to Raft. Raft panics on a change its current
+// configuration does not allow, before changing anything, so the panic
+// becomes an error.
+func (c *Controller) applyConfChange(cc pb.ConfChangeI) (cs *pb.ConfState, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cs, err = nil, fmt.Errorf("%w: %v", ErrInvalidQuorumChange, p)
+		}
+	}()
+	return c.rn.ApplyConfChange(cc), nil
+}
+
+// nextControllers is Image.Controllers after cc: an added or updated
+// member takes addr (when the change names one member and addr is set), a
+// removed one leaves.
+func nextControllers(cur map[int32]string, cc *pb.ConfChangeV2, addr string) map[int32]string {
+	next := maps.Clone(cur)
+	if next == nil {
+		next = map[int32]string{}
+	}
+	for _, ch := range cc.GetChanges() {
+		id := NodeID(ch.GetNodeId())
+		switch ch.GetType() {
+		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode, pb.ConfChangeUpdateNode:
+			if addr != "" && len(cc.GetChanges()) == 1 {
+				next[id] = addr
+			}
+		case pb.ConfChangeRemoveNode:
+			delete(next, id)
+		}
+	}
+	return next
+}
+
+// announce asks the leader to add this node, or to record its address,
+// when the log does not have it as a member at Config.Addr. Loop only.
+func (c *Controller) announce() {
+	self := c.cfg.NodeID
+	if len(c.cfg.Voters) == 0 || c.cfg.Addr == "" || c.removed {
+		return
+	}
+	if (c.isVoter(self) || c.isLearner(self)) && c.Image().Controllers[NodeID(self)] == c.cfg.Addr {
+		return
+	}
+	req := JoinRequest{ID: self, Addr: c.cfg.Addr}
+	if c.isLeader {
+		c.handleJoin(req)
+		return
+	}
+	if c.lead != 0 {
+		c.cfg.Transport.SendJoin(c.lead, req)
+		return
+	}
+	for id := range c.peers {
+		if id != self {
+			c.cfg.Transport.SendJoin(id, req)
+		}
+	}
+}
+
+// handleJoin proposes what a JoinRequest asks for, on the leader. Repeats
+// within an election timeout, and requests while another change is
+// pending, are ignored: the node asks again. Loop only.
+func (c *Controller) handleJoin(req JoinRequest) {
+	if !c.isLeader || req.ID == 0 || req.ID > 1<<31 || req.Addr == "" {
+		return
+	}
+	if at, ok := c.joinAt[req.ID]; ok && c.ticks-at < ElectionTicks {
+		return
+	}
+	voter, learner := c.isVoter(req.ID), c.isLearner(req.ID)
+	if (voter || learner) && c.Image().Controllers[NodeID(req.ID)] == req.Addr {
+		return
+	}
+	if c.confPending > c.Image().Index {
+		return
+	}
+	typ := pb.ConfChangeAddLearnerNode
+	if voter {
+		typ = pb.ConfChangeAddNode
+	}
+	cc := &pb.ConfChangeV2{
+		Changes: []*pb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(req.ID)}},
+		Context: confContext{Addr: req.Addr}.encode(),
+	}
+	if err := c.rn.ProposeConfChange(cc); err != nil {
+		c.log.Debug("metadata: join not proposed", "node", NodeID(req.ID), "err", err)
+		return
+	}
+	c.joinAt[req.ID] = c.ticks
+	if voter || learner {
+		c.log.Info("metadata: recording a member's new controller address", "node", NodeID(req.ID), "addr", req.Addr)
+	} else {
+		c.log.Info("metadata: adding observer to the quorum", "node", NodeID(req.ID), "addr", req.Addr)
+	}
+}
+
+// promoteMaxLag is how far (in entries) an observer may trail the leader's
+// commit index and still be promoted to voter.
+const promoteMaxLag = 100
+
+// checkConfChange validates an operator's change against the current
+// configuration (loop only). skip means there is nothing to do.
+func (c *Controller) checkConfChange(cc *pb.ConfChangeV2) (skip bool, err error) {
+	if len(cc.GetChanges()) != 1 {
+		return false, fmt.Errorf("%w: one member at a time", ErrInvalidQuorumChange)
+	}
+	if c.confPending > c.Image().Index {
+		return false, ErrQuorumChangePending
+	}
+	ch := cc.GetChanges()[0]
+	id := ch.GetNodeId()
+	addr := parseConfContext(cc.GetContext()).Addr
+	known := c.Image().Controllers[NodeID(id)]
+	voter, learner := c.isVoter(id), c.isLearner(id)
+	switch ch.GetType() {
+	case pb.ConfChangeAddNode:
+		switch {
+		case voter:
+			return addr == "" || addr == known, nil
+		case learner:
+			if c.isLeader {
+				return false, c.checkCaughtUp(id)
+			}
+		case addr == "" && known == "":
+			return false, fmt.Errorf("%w: node %d is not a member and no address was given", ErrInvalidQuorumChange, NodeID(id))
+		}
+	case pb.ConfChangeAddLearnerNode:
+		switch {
+		case voter:
+			return false, fmt.Errorf("%w: node %d is a voter; turning a voter into an observer is not supported (remove it instead)",
+				ErrInvalidQuorumChange, NodeID(id))
+		case learner:
+			return addr == "" || addr == known, nil
+		case addr == "" && known == "":
+			return false, fmt.Errorf("%w: node %d is not a member and no address was given", ErrInvalidQuorumChange, NodeID(id))
+		}
+	case pb.ConfChangeRemoveNode:
+		switch {
+		case !voter && !learner:
+			return true, nil
+		case id == c.cfg.NodeID:
+			// It might never learn that its removal committed.
+			return false, fmt.Errorf("%w: node %d cannot remove itself; call RemoveMember on another member",
+				ErrInvalidQuorumChange, NodeID(id))
+		case voter && len(c.confState.GetVoters()) == 1:
+			return false, fmt.Errorf("%w: node %d is the last voter", ErrInvalidQuorumChange, NodeID(id))
+		}
+	default:
+		return false, fmt.Errorf("%w: change type %v", ErrInvalidQuorumChange, ch.GetType())
+	}
+	return false, nil
+}
+
+// checkCaughtUp refuses to promote an observer that the leader has not
+// heard from recently or that trails the commit index.
+func (c *Controller) checkCaughtUp(id uint64) error {
+	var match uint64
+	active, found := false, false
+	c.rn.WithProgress(func(pid uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if pid == id {
+			match, active, found = pr.Match, pr.RecentActive, true
+		}
+	})
+	commit := c.rn.BasicStatus().HardState.GetCommit()
+	switch {
+	case !found:
+		return fmt.Errorf("%w: the leader has no progress for node %d", ErrInvalidQuorumChange, NodeID(id))
+	case !active || match+promoteMaxLag < commit:
+		return fmt.Errorf("%w: observer %d has not caught up (at index %d, committed %d, recently active %v); wait and retry",
+			ErrInvalidQuorumChange, NodeID(id), match, commit, active)
+	}
+	return nil
+}
+
+// AddVoter makes node id (a Raft id, RaftID(node.id)) a voter: it promotes
+// an observer, or adds a new node at addr directly. Prefer letting the new
+// node join as an observer first and then PromoteLearner, so it never
+// counts towards the quorum before it holds the log. addr "" keeps the
+// known address. A voter already at that address is a no-op.
+func (c *Controller) AddVoter(ctx context.Context, id uint64, addr string) error {
+	return c.changeQuorum(ctx, pb.ConfChangeAddNode, id, addr)
+}
+
+// PromoteLearner makes observer id a voter. Proposed on the leader, it is
+// refused until the observer has caught up with the log.
+func (c *Controller) PromoteLearner(ctx context.Context, id uint64) error {
+	if m, ok := c.Quorum().Member(NodeID(id)); !ok || m.Voter {
+		return fmt.Errorf("%w: node %d is not an observer", ErrInvalidQuorumChange, NodeID(id))
+	}
+	return c.AddVoter(ctx, id, "")
+}
+
+// AddLearner adds node id as an observer at addr (nodes not listed in the
+// voters do this themselves when they start).
+func (c *Controller) AddLearner(ctx context.Context, id uint64, addr string) error {
+	return c.changeQuorum(ctx, pb.ConfChangeAddLearnerNode, id, addr)
+}
+
+// RemoveMember removes voter or observer id from the quorum. Call it on
+// another member than id (a removed node may never hear that its removal
+// committed). Removing the leader makes it step down once the change
+// applies. The last voter cannot be removed; a non-member is a no-op.
+func (c *Controller) RemoveMember(ctx context.Context, id uint64) error {
+	return c.changeQuorum(ctx, pb.ConfChangeRemoveNode, id, "")
+}
+
+// changeQuorum proposes one configuration change and waits until it
+// applies on this node.
+func (c *Controller) changeQuorum(ctx context.Context, typ pb.ConfChangeType, id uint64, addr string) error {
+	if id == 0 || id > 1<<31 {
+		return fmt.Errorf("%w: raft id %d out of range", ErrInvalidQuorumChange, id)
+	}
+	pid := c.nextID.Add(1)
+	cc := &pb.ConfChangeV2{
+		Changes: []*pb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(id)}},
+		Context: confContext{Addr: addr, Node: c.cfg.NodeID, ID: pid}.encode(),
+	}
+	_, err := c.submit(ctx, &proposal{id: pid, cc: cc})
+	return err
+}
+
+// leaderChanged fails the proposals that never reached the local log: the
+// leader they were forwarded to is gone. Those in the log resolve when
+// their index applies. Loop only.
+func (c *Controller) leaderChanged(lead uint64) {
+	c.lead = lead
+	for id, p := range c.waiters {
+		if p.index == 0 {
+			c.dropped(id, "the leader changed before it reached the log")
+		}
+	}
+	if c.running && lead != raft.None {
+		c.log.Info("metadata: active controller", "node", NodeID(lead), "term", c.rn.BasicStatus().GetTerm())
+	}
+}
+
+// report is a Transport report or a join request queued for the loop.
+type report struct {
+	kind uint8 // reportUnreachable, reportSnapshot or reportJoin
+	id   uint64
+	snap raft.SnapshotStatus
+	join JoinRequest
+}
+
+const (
+	reportUnreachable = iota
+	reportSnapshot
+	reportJoin
+)
+
+// maxReports bounds the queue; unreachable reports and join requests
+// beyond it are dropped (both repeat), snapshot reports never are.
+const maxReports = 4096
+
+func (c *Controller) queueReport(r report) {
+	c.reportMu.Lock()
+	if len(c.reports) < maxReports || r.kind == reportSnapshot {
+		c.reports = append(c.reports, r)
+	}
+	c.reportMu.Unlock()
+	select {
+	case c.reportc <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Controller) drainReports() {
+	c.reportMu.Lock()
+	rs := c.reports
+	c.reports = nil
+	c.reportMu.Unlock()
+	for _, r := range rs {
+		switch r.kind {
+		case reportUnreachable:
+			c.rn.ReportUnreachable(r.id)
+		case reportSnapshot:
+			c.rn.ReportSnapshot(r.id, r.snap)
+		case reportJoin:
+			c.handleJoin(r.join)
+		}
+	}
+}
+
+// receiver is the Controller as a Transport's Receiver.
+type receiver struct{ c *Controller }
+
+func (r receiver) Step(ctx context.Context, m *pb.Message) error { return r.c.Step(ctx, m) }
+func (r receiver) ReportUnreachable(id uint64) {
+	r.c.queueReport(report{kind: reportUnreachable, id: id})
+}
+func (r receiver) ReportSnapshot(id uint64, st raft.SnapshotStatus) {
+	r.c.queueReport(report{kind: reportSnapshot, id: id, snap: st})
+}
+func (r receiver) Join(req JoinRequest) { r.c.queueReport(report{kind: reportJoin, join: req}) }
+
+// QuorumStatus describes the metadata quorum as one node sees it,
+// refreshed every Raft tick (TickInterval).
+type QuorumStatus struct {
+	// Leader is the node id of the active controller, -1 when none is
+	// known; Term its Raft term.
+	Leader int32
+	Term   uint64
+	// Applied is the index of the last entry applied on this node.
+	Applied uint64
+	// IsLeader: this node is the active controller, so Match and
+	// RecentActive below are filled in.
+	IsLeader bool
+	// Members lists voters and observers by node id.
+	Members []QuorumMember
+}
+
+// QuorumMember is one voter or observer.
+type QuorumMember struct {
+	NodeID int32
+	RaftID uint64
+	Addr   string // controller address, "" when unknown
+	Voter  bool   // false: observer (Raft learner)
+	// Match is the last log index known to be on the member, and
+	// RecentActive whether the leader heard from it within the last
+	// election timeout (controller.quorum.election.timeout.ms). Only on
+	// the leader; the local node counts as active.
+	Match        uint64
+	RecentActive bool
+	// LastHeard is when this node last received a Raft message from the
+	// member (zero: never since start). The leader hears from every
+	// member at least once per heartbeat (one tick), so on the leader
+	// time.Since(LastHeard) is how long a member has been silent.
+	LastHeard time.Time
+}
+
+// Member returns the member with this node id.
+func (s QuorumStatus) Member(nodeID int32) (QuorumMember, bool) {
+	for _, m := range s.Members {
+		if m.NodeID == nodeID {
+			return m, true
+		}
+	}
+	return QuorumMember{}, false
+}
+
+// Quorum returns the quorum as this node sees it. The active controller
+// (IsLeader) uses it to tell which members are alive: RecentActive and
+// LastHeard.
+func (c *Controller) Quorum() QuorumStatus {
+	if s := c.status.Load(); s != nil {
+		return *s
+	}
+	return QuorumStatus{Leader: -1}
+}
+
+// publishStatus refreshes what Quorum returns. Loop (or Start before the
+// loop runs) only.
+func (c *Controller) publishStatus() {
+	st := c.rn.BasicStatus()
+	s := &QuorumStatus{Leader: -1, Term: st.GetTerm(), Applied: c.Image().Index, IsLeader: c.isLeader}
+	if st.Lead != raft.None {
+		s.Leader = NodeID(st.Lead)
+	}
+	var progress map[uint64]tracker.Progress
+	if c.isLeader {
+		progress = map[uint64]tracker.Progress{}
+		c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) { progress[id] = pr })
+	}
+	now := time.Now()
+	add := func(id uint64, voter bool) {
+		m := QuorumMember{NodeID: NodeID(id), RaftID: id, Addr: c.Image().Controllers[NodeID(id)], Voter: voter,
+			LastHeard: c.lastHeard[id]}
+		if pr, ok := progress[id]; ok {
+			m.Match, m.RecentActive = pr.Match, pr.RecentActive
+		}
+		if id == c.cfg.NodeID {
+			m.LastHeard, m.RecentActive = now, c.isLeader
+		}
+		s.Members = append(s.Members, m)
+	}
+	for _, id := range c.confState.GetVoters() {
+		add(id, true)
+	}
+	for _, id := range c.confState.GetLearners() {
+		add(id, false)
+	}
+	slices.SortFunc(s.Members, func(a, b QuorumMember) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	c.status.Store(s)
+}
