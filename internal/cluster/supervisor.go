@@ -167,13 +167,20 @@ type item struct {
 // round plans from the current image and proposes until the plan applied
 // or maxAttempts plans were refused; it returns the number of records
 // applied. roundMu held.
+//
+// The first attempt proposes the plan in entries of MaxRecordsPerProposal
+// records, but an entry applies atomically, so one partition changed
+// under the plan (by a leader's AlterPartition, say) refuses the whole
+// entry. Later attempts therefore propose each record of the new plan on
+// its own and skip the refused ones, so that a busy cluster cannot starve
+// the others.
 func (s *Supervisor) round(ctx context.Context, rebalance bool) (int, error) {
 	applied := 0
 	for attempt := 1; ; attempt++ {
 		now := s.cfg.Now()
 		due := rebalance && !s.cfg.DisableAutoLeaderRebalance && !now.Before(s.nextRebalance)
 		items := s.plan(s.ctrl.Image(), now, due)
-		n, err := s.propose(ctx, items)
+		n, err := s.propose(ctx, items, attempt > 1)
 		applied += n
 		if err == nil {
 			if due {
@@ -196,19 +203,33 @@ func retryable(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// propose proposes items in entries of at most MaxRecordsPerProposal
-// records, in order, and logs each item once its entry applied.
-func (s *Supervisor) propose(ctx context.Context, items []item) (int, error) {
+// propose proposes items in order, in entries of at most
+// MaxRecordsPerProposal records, and logs each item once its entry
+// applied. It stops at the first error, or with single, proposes one
+// record per entry, goes on past refused records and returns the first
+// refusal at the end. It returns the number of records applied.
+func (s *Supervisor) propose(ctx context.Context, items []item, single bool) (int, error) {
+	size := s.cfg.MaxRecordsPerProposal
+	if single {
+		size = 1
+	}
 	done := 0
+	var refused error
 	for len(items) > 0 {
-		chunk := items[:min(len(items), s.cfg.MaxRecordsPerProposal)]
+		chunk := items[:min(len(items), size)]
 		items = items[len(chunk):]
 		recs := make([]metadata.Record, len(chunk))
 		for i, it := range chunk {
 			recs[i] = it.rec
 		}
 		if err := s.ctrl.Propose(ctx, recs...); err != nil {
-			return done, err
+			if !single || !retryable(err) {
+				return done, err
+			}
+			if refused == nil {
+				refused = err
+			}
+			continue
 		}
 		for _, it := range chunk {
 			if it.note != nil {
@@ -217,7 +238,7 @@ func (s *Supervisor) propose(ctx context.Context, items []item) (int, error) {
 		}
 		done += len(chunk)
 	}
-	return done, nil
+	return done, refused
 }
 
 // plan decides the round's records from im: broker fencing first, then

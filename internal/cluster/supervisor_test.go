@@ -540,3 +540,52 @@ func TestSupervisorUnfenceWaitsForCatchUp(t *testing.T) {
 		t.Fatal("broker 2 caught up and heard from but still fenced")
 	}
 }
+
+// churner changes partition churn-0 just before every proposal that touches
+// it, so every decision about it is stale.
+type churner struct {
+	*metadata.Controller
+	t    *testing.T
+	flip bool
+}
+
+func (c *churner) Propose(ctx context.Context, recs ...metadata.Record) error {
+	for _, r := range recs {
+		if pc := r.PartitionChange; pc != nil && pc.Topic == "churn" {
+			isr := []int32{2, 3, 1} // 1 stays in: always a change to make
+			if c.flip = !c.flip; c.flip {
+				isr = []int32{3, 2, 1} // differs from the initial ISR
+			}
+			if err := c.Controller.Propose(ctx, setISR("churn", 0, isr...)); err != nil {
+				c.t.Errorf("churn: %v", err)
+			}
+			break
+		}
+	}
+	return c.Controller.Propose(ctx, recs...)
+}
+
+// TestSupervisorChurnDoesNotStarveOthers: a partition that changes under
+// every decision fails the round with ErrStaleEpoch, but the broker is
+// fenced and the other partitions are reconciled all the same.
+func TestSupervisorChurnDoesNotStarveOthers(t *testing.T) {
+	e := newEnv(t, []int32{1, 2, 3}, Config{}, func(c *metadata.Controller) Controller {
+		return &churner{Controller: c, t: t}
+	})
+	e.propose(
+		createTopic("steady", [][]int32{{1, 2, 3}}, nil),
+		createTopic("churn", [][]int32{{2, 3, 1}}, nil), // planned first: names sort
+
+	)
+	e.hear(1, 2, 3)
+	e.tick()
+	e.clock.Advance(9 * time.Second)
+	e.hear(2, 3)
+	if err := e.sup.Tick(ctx(t)); !errors.Is(err, metadata.ErrStaleEpoch) {
+		t.Fatalf("Tick: %v, want ErrStaleEpoch", err)
+	}
+	if !e.fenced(1) {
+		t.Fatal("broker 1 not fenced")
+	}
+	e.want("steady", 0, 2, []int32{2, 3}, 1)
+}
