@@ -134,16 +134,20 @@ func (l *offsetsLoader) replay(p int32, part *replica.Partition) (int, error) {
 	scratch := batch.GetScratch()
 	defer batch.PutScratch(scratch)
 	n := 0
+	// Up to the log end, not the high watermark: a new leader's log is the
+	// partition's from now on, and its high watermark catches up only as
+	// the followers fetch (Kafka's coordinator loads to the log end too).
 	off := part.LogStartOffset()
-	for off < part.HighWatermark() {
-		res, err := part.Read(off, 1<<20, true, nil)
+	end := part.LogEndOffset()
+	for off < end {
+		records, err := part.Log().Read(off, 1<<20, end, true)
 		if err != nil {
 			return n, err
 		}
-		if len(res.Records) == 0 {
+		if len(records) == 0 {
 			break
 		}
-		for b := res.Records; len(b) > 0; {
+		for b := records; len(b) > 0; {
 			h, err := batch.ParseHeader(b)
 			if err != nil || h.Size() > len(b) {
 				return n, fmt.Errorf("offset %d: %v", off, errors.Join(err, batch.ErrCorrupt))

@@ -79,11 +79,11 @@ func (b *Broker) offsetsTopic(ctx context.Context) (*metadata.Topic, error) {
 		return t, nil
 	}
 	rf := int32(atoi(b.Broker.Get("offsets.topic.replication.factor")))
-	if n := int32(len(im.Brokers)); rf > n {
-		rf = n
+	if n := int32(liveBrokers(im)); rf > n {
+		rf = max(n, 1)
 	}
 	n := int32(atoi(b.Broker.Get("offsets.topic.num.partitions")))
-	replicas, err := assignReplicas(im, 0, n, rf)
+	replicas, err := assignReplicas(im, offsetsTopic, n, rf)
 	if err != nil {
 		return nil, err
 	}

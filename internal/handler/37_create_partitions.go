@@ -6,10 +6,12 @@ package handler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 )
@@ -53,16 +55,17 @@ func (b *Broker) addPartitions(ctx context.Context, rt kmsg.CreatePartitionsRequ
 			return fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(rt.Assignment), add)
 		}
 		for _, a := range rt.Assignment {
-			for _, id := range a.Replicas {
-				if _, ok := im.Broker(id); !ok {
-					return fmt.Errorf("%w: broker %d is not registered", kerr.InvalidReplicaAssignment, id)
-				}
-			}
 			replicas = append(replicas, a.Replicas)
+		}
+		if err := cluster.ValidateAssignment(im, replicas); err != nil {
+			return err
+		}
+		if rf := len(t.Partitions[0].Replicas); len(replicas[0]) != rf {
+			return fmt.Errorf("%w: new partitions need %d replicas like the existing ones, got %d", kerr.InvalidReplicaAssignment, rf, len(replicas[0]))
 		}
 	} else {
 		var err error
-		if replicas, err = assignReplicas(im, cur, add, int32(len(t.Partitions[0].Replicas))); err != nil {
+		if replicas, err = cluster.AssignPartitions(im, rt.Topic, add, rand.Int64()); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/cluster"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
@@ -44,6 +45,12 @@ var codeTable = []struct {
 	{blog.ErrInvalidBatch, kerr.CorruptMessage},
 	{blog.ErrFailed, kerr.KafkaStorageError},
 	{blog.ErrClosed, kerr.NotLeaderForPartition},
+	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{cluster.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{cluster.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{metadata.ErrInvalidTopic, kerr.InvalidTopicException},

@@ -3,10 +3,12 @@ package handler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
 )
@@ -42,22 +44,11 @@ func checkTopicConfigs(cfgs map[string]string) error {
 	return nil
 }
 
-// assignReplicas places replicas round-robin over the registered brokers,
-// starting each partition one broker further on, as Kafka does without racks.
-func assignReplicas(im *metadata.Image, first, count, rf int32) ([][]int32, error) {
-	ids := im.BrokerIDs()
-	if rf < 1 || int(rf) > len(ids) {
-		return nil, fmt.Errorf("%w: replication factor %d with %d broker(s) available", kerr.InvalidReplicationFactor, rf, len(ids))
-	}
-	out := make([][]int32, count)
-	for i := int32(0); i < count; i++ {
-		r := make([]int32, rf)
-		for j := int32(0); j < rf; j++ {
-			r[j] = ids[(int(first+i)+int(j))%len(ids)]
-		}
-		out[i] = r
-	}
-	return out, nil
+// assignReplicas places count new partitions of topic with rf replicas
+// each on the live brokers: rack-aware and balanced (cluster.Assign),
+// starting at a random broker as Kafka does.
+func assignReplicas(im *metadata.Image, topic string, count, rf int32) ([][]int32, error) {
+	return cluster.Assign(im, cluster.AssignRequest{Topic: topic, Partitions: count, ReplicationFactor: rf, Seed: rand.Int64()})
 }
 
 // topicSpec is a topic to create.
@@ -88,12 +79,8 @@ func (b *Broker) prepareTopic(im *metadata.Image, s topicSpec) (metadata.Record,
 		if s.partitions != -1 || s.rf != -1 {
 			return metadata.Record{}, fmt.Errorf("%w: give either a replica assignment or partitions and replication factor", kerr.InvalidRequest)
 		}
-		for _, r := range s.assignment {
-			for _, id := range r {
-				if _, ok := im.Broker(id); !ok {
-					return metadata.Record{}, fmt.Errorf("%w: broker %d is not registered", kerr.InvalidReplicaAssignment, id)
-				}
-			}
+		if err := cluster.ValidateAssignment(im, s.assignment); err != nil {
+			return metadata.Record{}, err
 		}
 		replicas = s.assignment
 	} else {
@@ -111,7 +98,7 @@ func (b *Broker) prepareTopic(im *metadata.Image, s topicSpec) (metadata.Record,
 			return metadata.Record{}, fmt.Errorf("%w: %d partitions is more than the 100000 a topic may have", kerr.InvalidPartitions, n)
 		}
 		var err error
-		if replicas, err = assignReplicas(im, 0, n, rf); err != nil {
+		if replicas, err = assignReplicas(im, s.name, n, rf); err != nil {
 			return metadata.Record{}, err
 		}
 	}
@@ -172,4 +159,15 @@ func atoi(s string) int64 {
 // isInternalTopic reports the names the broker manages itself.
 func isInternalTopic(name string) bool {
 	return name == offsetsTopic || name == "__transaction_state" || name == "__share_group_state"
+}
+
+// liveBrokers counts the registered, unfenced brokers.
+func liveBrokers(im *metadata.Image) int {
+	n := 0
+	for _, b := range im.Brokers {
+		if !b.Fenced {
+			n++
+		}
+	}
+	return n
 }
