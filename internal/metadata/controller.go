@@ -79,6 +79,7 @@ type Controller struct {
 	confIndex   uint64            // index of the last applied conf change
 	snapWanted  bool              // raft asked for a snapshot newer than snapIndex
 	removed     bool              // applied a change removing this node (since Open)
+	answers     []answer          // results to send once the Ready is handled
 }
 
 // raftStorage is the MemoryStorage Raft reads, except that it withholds a
@@ -465,7 +466,9 @@ func (c *Controller) run() {
 	}
 	c.announce()
 	for {
-		if err := c.drainReady(); err != nil {
+		err := c.drainReady()
+		c.deliver()
+		if err != nil {
 			c.fatalErr = err
 			c.log.Error("metadata: controller stopped", "err", err)
 			return
@@ -525,15 +528,30 @@ func (c *Controller) proposeLocked(p *proposal) {
 	c.waiters[p.id] = p
 }
 
-// finish answers the waiting proposal id, if any.
+// finish takes proposal id, if any, out of the waiters and queues its
+// answer; deliver sends the answers after the Ready is handled, so a
+// caller whose Propose returns finds subscribers already notified.
 func (c *Controller) finish(id uint64, r proposalResult) {
 	if p := c.waiters[id]; p != nil {
 		delete(c.waiters, id)
 		if p.index != 0 && c.seen[p.index] == id {
 			delete(c.seen, p.index)
 		}
-		p.done <- r
+		c.answers = append(c.answers, answer{p, r})
 	}
+}
+
+type answer struct {
+	p *proposal
+	r proposalResult
+}
+
+func (c *Controller) deliver() {
+	for i, a := range c.answers {
+		a.p.done <- a.r
+		c.answers[i] = answer{}
+	}
+	c.answers = c.answers[:0]
 }
 
 // dropped fails proposal id with ErrProposalDropped.
@@ -606,6 +624,7 @@ func (c *Controller) failWaiters(err error) {
 	for id := range c.waiters {
 		c.finish(id, proposalResult{err: err})
 	}
+	c.deliver()
 }
 
 // handleReady does what Raft asks, in its order: persist the snapshot,

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -73,6 +74,9 @@ func entryOrigin(e *pb.Entry) (node, id uint64) {
 		if len(e.GetData()) == 0 {
 			return 0, 0
 		}
+		if node, id, ok := envelopeOrigin(e.GetData()); ok {
+			return node, id
+		}
 		var o struct {
 			Node uint64 `json:"node"`
 			ID   uint64 `json:"id"`
@@ -97,6 +101,33 @@ func entryOrigin(e *pb.Entry) (node, id uint64) {
 		return ctx.Node, ctx.ID
 	}
 	return 0, 0
+}
+
+// envelopeOrigin reads node and id from the start of an envelope as
+// EncodeEntry writes it, {"v":1,"node":N,"id":M,..., without decoding the
+// records; ok is false for any other layout.
+func envelopeOrigin(b []byte) (node, id uint64, ok bool) {
+	const p1, p2 = `{"v":1,"node":`, `,"id":`
+	num := func(b []byte) (uint64, []byte, bool) {
+		var n uint64
+		i := 0
+		for ; i < len(b) && i < 20 && b[i] >= '0' && b[i] <= '9'; i++ {
+			n = n*10 + uint64(b[i]-'0')
+		}
+		return n, b[i:], i > 0 && i < 20
+	}
+	if !bytes.HasPrefix(b, []byte(p1)) {
+		return 0, 0, false
+	}
+	node, b, ok = num(b[len(p1):])
+	if !ok || !bytes.HasPrefix(b, []byte(p2)) {
+		return 0, 0, false
+	}
+	id, b, ok = num(b[len(p2):])
+	if !ok || len(b) == 0 || (b[0] != ',' && b[0] != '}') {
+		return 0, 0, false
+	}
+	return node, id, true
 }
 
 // bootstrapPeers is the configuration a fresh directory starts with: every

@@ -527,3 +527,22 @@ func TestQuorumRestartIgnoresVoterList(t *testing.T) {
 		t.Fatalf("quorum %+v, want only node 0", st)
 	}
 }
+
+func TestEnvelopeOrigin(t *testing.T) {
+	for _, tc := range []struct{ node, id uint64 }{{1, 2}, {2147483648, 1<<63 - 1}, {7, 0}} {
+		b, err := EncodeEntry(tc.node, tc.id, []Record{createRec("x", 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, id, ok := envelopeOrigin(b)
+		d, _ := decodeEntry(b)
+		if tc.node != 0 && tc.id != 0 && (!ok || node != tc.node || id != tc.id) || ok && (node != d.Node || id != d.ID) {
+			t.Fatalf("%s: got %d %d %v", b, node, id, ok)
+		}
+	}
+	for _, s := range []string{`{"v":1,"node":1}`, `{"v":2,"node":1,"id":2,"records":[]}`, `{"v":1,"node":1,"id":2x`, `{"v":1,"node":,"id":2}`} {
+		if _, _, ok := envelopeOrigin([]byte(s)); ok {
+			t.Fatalf("%s: parsed", s)
+		}
+	}
+}
