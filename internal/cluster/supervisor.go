@@ -30,8 +30,8 @@ var _ Controller = (*metadata.Controller)(nil)
 // LastSeen returns false for a broker not heard from since this node
 // became the active controller (or ever). Its times are on the same clock
 // as Config.Now. The local broker of the active controller must count as
-// seen (LastSeen returns the current time for it), or it will be fenced
-// like a silent one.
+// seen, or it will be fenced like a silent one: wrap the Liveness with
+// WithLocal.
 type Liveness interface {
 	LastSeen(brokerID int32) (time.Time, bool)
 }

@@ -589,3 +589,25 @@ func TestSupervisorChurnDoesNotStarveOthers(t *testing.T) {
 	}
 	e.want("steady", 0, 2, []int32{2, 3}, 1)
 }
+
+func TestWithLocal(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(100, 0)}
+	l := &fakeLiveness{seen: map[int32]time.Time{1: time.Unix(5, 0)}}
+	w := WithLocal(catchUpLiveness{l, map[int32]bool{1: true, 0: true}}, 0, clock.Now)
+	if at, ok := w.LastSeen(0); !ok || !at.Equal(clock.Now()) {
+		t.Fatalf("self: %v %v", at, ok)
+	}
+	if at, ok := w.LastSeen(1); !ok || !at.Equal(time.Unix(5, 0)) {
+		t.Fatalf("broker 1: %v %v", at, ok)
+	}
+	if _, ok := w.LastSeen(2); ok {
+		t.Fatal("broker 2 never heard from but seen")
+	}
+	c := w.(CatchUp)
+	if !c.CaughtUp(0) || c.CaughtUp(1) || !c.CaughtUp(2) {
+		t.Fatalf("CaughtUp(0, 1, 2) = %v %v %v, want true false true", c.CaughtUp(0), c.CaughtUp(1), c.CaughtUp(2))
+	}
+	if !WithLocal(l, 0, clock.Now).(CatchUp).CaughtUp(1) {
+		t.Fatal("without CatchUp underneath, everyone has caught up")
+	}
+}
