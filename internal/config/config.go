@@ -132,6 +132,83 @@ var brokerDefs = []Def{
 	{Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: "16777216", Doc: "Memory for the key map of one compaction; a larger dirty section is cleaned over several rounds.", Valid: atLeast(1 << 16)},
 	{Name: "log.cleaner.io.max.bytes.per.second", Kind: KindLong, Default: "0", Doc: "Cap on the cleaner's read+write rate; 0 is unlimited.", Valid: atLeast(0)},
 	{Name: "log.flush.interval.ms", Kind: KindLong, Default: "1000", Doc: "With durability.mode=os, fsync dirty partitions at least this often.", Valid: atLeast(1)},
+	{Name: "controller.quorum.voters", Kind: KindList, Default: "", Doc: "Voters of the metadata quorum, id@host:port,... (node.id and controller address). Read only when the metadata directory is empty; a node not listed joins as an observer. Empty: a single-node cluster.", Valid: validVoters},
+	{Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER", Doc: "Names of the listeners entries that serve the metadata quorum (Raft) rather than Kafka clients."},
+	{Name: "controller.quorum.election.timeout.ms", Kind: KindInt, Default: "1000", Doc: "Raft election timeout of the metadata quorum; heartbeats go every tenth of it.", Valid: atLeast(10)},
+	{Name: "controller.quorum.startup.timeout.ms", Kind: KindLong, Default: "120000", Doc: "How long serve waits at start for a metadata quorum leader and to catch up with it before it gives up.", Valid: atLeast(1)},
+}
+
+// QuorumVoter is one entry of controller.quorum.voters.
+type QuorumVoter struct {
+	ID   int32  // node.id
+	Addr string // host:port of its controller listener
+}
+
+// ParseQuorumVoters parses controller.quorum.voters: id@host:port,...
+func ParseQuorumVoters(s string) ([]QuorumVoter, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []QuorumVoter
+	seen := map[int32]bool{}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		id, addr, ok := strings.Cut(e, "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("voter %q: want id@host:port with id the voter's node.id", e)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("voter %q: want id@host:port with a host and a non-zero port", e)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("voter %d is listed twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, QuorumVoter{ID: int32(n), Addr: addr})
+	}
+	return out, nil
+}
+
+func validVoters(s string) error {
+	_, err := ParseQuorumVoters(s)
+	return err
+}
+
+// isControllerListener reports whether a listener name is one of
+// controller.listener.names.
+func (c *Config) isControllerListener(name string) bool {
+	for _, n := range strings.Split(c.Get("controller.listener.names"), ",") {
+		if strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Listeners splits listeners into the Kafka listener and the controller
+// listener (ok false when there is none).
+func (c *Config) Listeners() (kafka, controller Listener, ok bool, err error) {
+	var kafkas []Listener
+	for _, s := range strings.Split(c.Get("listeners"), ",") {
+		l, err := ParseListener(strings.TrimSpace(s))
+		if err != nil {
+			return kafka, controller, false, err
+		}
+		if c.isControllerListener(l.Name) {
+			if ok {
+				return kafka, controller, false, errors.New("listeners: one controller listener is supported")
+			}
+			controller, ok = l, true
+			continue
+		}
+		kafkas = append(kafkas, l)
+	}
+	if len(kafkas) != 1 {
+		return kafka, controller, false, errors.New("listeners: exactly one Kafka listener is supported for now (plus an optional controller listener named in controller.listener.names)")
+	}
+	return kafkas[0], controller, ok, nil
 }
 
 func validCleanup(s string) error {
@@ -388,13 +465,22 @@ func (c *Config) Validate() error {
 	if strings.Contains(c.Get("log.dirs"), ",") {
 		return errors.New("log.dirs: one directory is supported (JBOD is not)")
 	}
-	ls := strings.Split(c.Get("listeners"), ",")
-	if len(ls) != 1 {
-		return errors.New("listeners: exactly one listener is supported for now")
-	}
-	l, err := ParseListener(ls[0])
+	l, ctl, hasCtl, err := c.Listeners()
 	if err != nil {
 		return err
+	}
+	voters, _ := ParseQuorumVoters(c.Get("controller.quorum.voters"))
+	inVoters := false
+	for _, v := range voters {
+		inVoters = inVoters || int64(v.ID) == c.Int("node.id")
+	}
+	switch {
+	case hasCtl && len(voters) == 0:
+		return fmt.Errorf("listeners has a controller listener (%s) but controller.quorum.voters is empty; set the voters or remove the listener", ctl.Name)
+	case len(voters) > 0 && !inVoters && !hasCtl:
+		return fmt.Errorf("node.id %d is not in controller.quorum.voters, so it joins the quorum as an observer and needs a controller listener: add CONTROLLER://host:port to listeners", c.Int("node.id"))
+	case hasCtl && ctl.Port == 0 && inVoters:
+		return errors.New("listeners: the controller listener of a voter needs a fixed port (the one in controller.quorum.voters)")
 	}
 	if l.Name != "PLAINTEXT" {
 		return fmt.Errorf("listeners: security protocol %s is not served yet; use PLAINTEXT", l.Name)
