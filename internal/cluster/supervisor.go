@@ -79,9 +79,13 @@ type Supervisor struct {
 	cfg  Config
 	log  *slog.Logger
 
-	roundMu       sync.Mutex
-	active        bool      // this node was the active controller at the last round
-	activeSince   time.Time // when it became so
+	roundMu     sync.Mutex
+	active      bool      // this node was the active controller at the last round
+	activeSince time.Time // when it became so
+	// unfencedSince is when a round first saw each unfenced broker
+	// unfenced (since activeSince at the earliest): a broker that was
+	// just registered or unfenced gets a full session to be heard from.
+	unfencedSince map[int32]time.Time
 	nextRebalance time.Time
 	shutdown      map[int32]shutdownPhase
 }
@@ -94,11 +98,12 @@ func New(ctrl Controller, live Liveness, cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	return &Supervisor{
-		ctrl:     ctrl,
-		live:     live,
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "cluster"),
-		shutdown: map[int32]shutdownPhase{},
+		ctrl:          ctrl,
+		live:          live,
+		cfg:           cfg,
+		log:           cfg.Logger.With("component", "cluster"),
+		shutdown:      map[int32]shutdownPhase{},
+		unfencedSince: map[int32]time.Time{},
 	}, nil
 }
 
@@ -153,6 +158,7 @@ func (s *Supervisor) activate() bool {
 		s.active, s.activeSince = true, now
 		s.nextRebalance = now.Add(s.cfg.LeaderImbalanceCheckInterval)
 		clear(s.shutdown)
+		clear(s.unfencedSince)
 		s.log.Info("cluster: active controller; supervising brokers")
 	}
 	return true
@@ -296,8 +302,17 @@ func (s *Supervisor) brokerStates(im *metadata.Image, now time.Time) (Brokers, [
 		b := im.Brokers[id]
 		seen, ok := s.live.LastSeen(id)
 		heard := ok && now.Sub(seen) < timeout
-		// A new active controller gives every broker a full session.
-		alive := heard || now.Sub(s.activeSince) < timeout
+		// A new active controller, and a broker newly registered or
+		// unfenced, get a full session.
+		since, seenUnfenced := s.unfencedSince[id]
+		switch {
+		case b.Fenced:
+			delete(s.unfencedSince, id)
+		case !seenUnfenced:
+			since = now
+			s.unfencedSince[id] = now
+		}
+		alive := heard || now.Sub(since) < timeout
 		phase := s.shutdown[id]
 		if phase == shutDown && (!b.Fenced || !heard) {
 			delete(s.shutdown, id) // registered again, or gone for a session

@@ -611,3 +611,31 @@ func TestWithLocal(t *testing.T) {
 		t.Fatal("without CatchUp underneath, everyone has caught up")
 	}
 }
+
+// TestSupervisorGraceForNewBroker: a broker registered long after the
+// controller became active gets a full session to be heard from, counted
+// from the first round that saw it.
+func TestSupervisorGraceForNewBroker(t *testing.T) {
+	e := newEnv(t, []int32{1}, Config{}, nil)
+	e.hear(1)
+	e.tick()
+	e.clock.Advance(time.Minute)
+	e.hear(1)
+	e.propose(register(2, ""))
+	e.tick()
+	if e.fenced(2) {
+		t.Fatal("a broker registered a moment ago was fenced at once")
+	}
+	e.clock.Advance(9*time.Second - time.Millisecond)
+	e.hear(1)
+	e.tick()
+	if e.fenced(2) {
+		t.Fatal("broker 2 fenced before its first session ended")
+	}
+	e.clock.Advance(time.Millisecond)
+	e.hear(1)
+	e.tick()
+	if !e.fenced(2) {
+		t.Fatal("broker 2 never heard from but not fenced after a session")
+	}
+}
