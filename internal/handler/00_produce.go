@@ -7,8 +7,9 @@ package handler
 // in-sync replica (the high watermark passed it), and refused with
 // NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas
 // (NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank during the wait). Topic ids (v13+) are
-// served. Not honoured yet: transactional batches (INVALID_RECORD until
-// transactions land), per-record errors (ErrorRecords), CurrentLeader.
+// served, and NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951,
+// leaders.go). Not honoured yet: transactional batches (INVALID_RECORD
+// until transactions land), per-record errors (ErrorRecords).
 
 import (
 	"context"
@@ -86,6 +87,10 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 	if r.Acks == 0 {
 		return nil, nil
 	}
+	if len(waits) == 0 {
+		fillProduceLeaders(im, resp)
+		return now(resp), nil
+	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -101,6 +106,7 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 				}
 			}
 		}
+		fillProduceLeaders(b.image(), resp)
 		return resp
 	}, nil
 }

@@ -171,5 +171,8 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchRes
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	if hadErr {
+		fillFetchLeaders(im, resp)
+	}
 	return resp, total, parts, hadErr
 }

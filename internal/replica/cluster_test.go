@@ -8,8 +8,10 @@ package replica_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
@@ -360,4 +363,47 @@ func TestReplicationLeaderChangeKeepsAcknowledgedRecords(t *testing.T) {
 	if p := c.brokers[0].mgr.Get("ledger", 0); p.IsLeader() {
 		t.Fatal("old leader still thinks it leads")
 	}
+
+	// A produce sent to the old leader is refused with the new leader's
+	// id, epoch and address (KIP-951).
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "ledger"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = oneBatch()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kr, err := replica.PeerRequest(ctx, c.brokers[0].addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kr.(*kmsg.ProduceResponse)
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to the old leader: error %d, want NOT_LEADER_OR_FOLLOWER", sp.ErrorCode)
+	}
+	mp := c.partition("ledger")
+	if sp.CurrentLeader.LeaderID != 1 || sp.CurrentLeader.LeaderEpoch != mp.LeaderEpoch {
+		t.Fatalf("current leader %+v, want broker 1 at epoch %d", sp.CurrentLeader, mp.LeaderEpoch)
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 1 || fmt.Sprintf("%s:%d", resp.Brokers[0].Host, resp.Brokers[0].Port) != c.brokers[1].addr {
+		t.Fatalf("node endpoints %+v, want broker 1 at %s", resp.Brokers, c.brokers[1].addr)
+	}
+}
+
+// oneBatch is a valid uncompressed record batch with one record.
+func oneBatch() []byte {
+	rec := kmsg.Record{Value: []byte("x")}
+	rb := kmsg.RecordBatch{Magic: 2, NumRecords: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		FirstTimestamp: time.Now().UnixMilli(), MaxTimestamp: time.Now().UnixMilli()}
+	rb.Records = rec.AppendTo(nil)
+	b := rb.AppendTo(nil)
+	// Length covers everything after itself; the CRC everything after
+	// the attributes' start.
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
