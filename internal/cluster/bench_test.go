@@ -51,7 +51,6 @@ func BenchmarkPlanIdle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.activeSince = now
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -79,12 +79,12 @@ type Supervisor struct {
 	cfg  Config
 	log  *slog.Logger
 
-	roundMu     sync.Mutex
-	active      bool      // this node was the active controller at the last round
-	activeSince time.Time // when it became so
-	// unfencedSince is when a round first saw each unfenced broker
-	// unfenced (since activeSince at the earliest): a broker that was
-	// just registered or unfenced gets a full session to be heard from.
+	roundMu sync.Mutex
+	active  bool // this node was the active controller at the last round
+	// unfencedSince is when a round of this term of activity first saw
+	// each unfenced broker unfenced: a new active controller, and a
+	// broker just registered or unfenced, give it a full session to be
+	// heard from.
 	unfencedSince map[int32]time.Time
 	nextRebalance time.Time
 	shutdown      map[int32]shutdownPhase
@@ -155,7 +155,7 @@ func (s *Supervisor) activate() bool {
 	}
 	if !s.active {
 		now := s.cfg.Now()
-		s.active, s.activeSince = true, now
+		s.active = true
 		s.nextRebalance = now.Add(s.cfg.LeaderImbalanceCheckInterval)
 		clear(s.shutdown)
 		clear(s.unfencedSince)
@@ -302,8 +302,6 @@ func (s *Supervisor) brokerStates(im *metadata.Image, now time.Time) (Brokers, [
 		b := im.Brokers[id]
 		seen, ok := s.live.LastSeen(id)
 		heard := ok && now.Sub(seen) < timeout
-		// A new active controller, and a broker newly registered or
-		// unfenced, get a full session.
 		since, seenUnfenced := s.unfencedSince[id]
 		switch {
 		case b.Fenced:
