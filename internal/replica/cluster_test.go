@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -406,4 +407,39 @@ func oneBatch() []byte {
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+func TestReplicationReplicaMovedAwayIsDeleted(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("moving", [][]int32{{0, 1, 2}}, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "moving", 0, 50)
+	dir := c.brokers[0].mgr.Get("moving", 0).Log().Dir()
+
+	// The controller moves the partition off broker 0 (the last step of
+	// a reassignment): broker 0 stops serving it and deletes its files.
+	leader := int32(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
+		Topic: "moving", Partition: 0, Leader: &leader, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if c.brokers[0].mgr.Get("moving", 0) != nil {
+			return errors.New("broker 0 still holds the replica")
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			return fmt.Errorf("replica directory %s still there (%v)", dir, err)
+		}
+		return nil
+	})
+	produce(t, cl, "moving", 50, 50)
+	if got := consumeAll(t, c.seeds(), "moving", 100); len(got) != 100 {
+		t.Fatalf("consumed %d records, want 100", len(got))
+	}
 }

@@ -207,6 +207,9 @@ func (m *Manager) Close() error {
 	var first error
 	for _, ps := range m.parts {
 		for _, p := range ps {
+			if p == nil {
+				continue
+			}
 			if err := m.closePartition(p); err != nil && first == nil {
 				first = err
 			}
@@ -250,7 +253,11 @@ func (m *Manager) All() []*Partition {
 	defer m.mu.RUnlock()
 	var out []*Partition
 	for _, ps := range m.parts {
-		out = append(out, ps...)
+		for _, p := range ps {
+			if p != nil {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
@@ -293,7 +300,8 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		p    *Partition
 	}
 	var opens []*opening
-	var drops []string // topics gone, or recreated under the same name
+	var removes []*Partition // replicas moved to other brokers
+	var drops []string       // topics gone, or recreated under the same name
 	m.mu.RLock()
 	for name, t := range im.Topics {
 		cfg := m.cfg.Resolve(t.Configs)
@@ -305,6 +313,9 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		for i := range t.Partitions {
 			mp := &t.Partitions[i]
 			if !contains(mp.Replicas, m.cfg.NodeID) {
+				if int(mp.Index) < len(ps) && ps[mp.Index] != nil {
+					removes = append(removes, ps[mp.Index]) // reassigned away
+				}
 				continue
 			}
 			if int(mp.Index) < len(ps) && ps[mp.Index] != nil {
@@ -341,6 +352,18 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	}
 	for i, ps := range dropped {
 		m.dropTopic(drops[i], ps)
+	}
+	if len(removes) > 0 {
+		m.mu.Lock()
+		for _, p := range removes {
+			if ps := m.parts[p.Topic]; int(p.Index) < len(ps) && ps[p.Index] == p {
+				ps[p.Index] = nil
+			}
+		}
+		m.mu.Unlock()
+		for _, p := range removes {
+			m.removeReplica(p)
+		}
 	}
 
 	var errs []error
@@ -398,6 +421,22 @@ func topicIDOf(ps []*Partition) ([16]byte, bool) {
 		}
 	}
 	return [16]byte{}, false
+}
+
+// removeReplica stops and deletes a replica this broker no longer holds
+// (a completed reassignment). The caller has taken it out of the maps.
+func (m *Manager) removeReplica(p *Partition) {
+	m.unfollow(p)
+	p.closed.Store(true)
+	p.notify()
+	p.flushMu.Lock()
+	p.appendMu.Lock()
+	if err := p.log.Delete(); err != nil {
+		m.log.Warn("deleting a reassigned replica's files", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
+	p.appendMu.Unlock()
+	p.flushMu.Unlock()
+	m.log.Info("replica removed: reassigned to other brokers", "topic", p.Topic, "partition", p.Index)
 }
 
 // dropTopic closes a removed topic's partitions and deletes their files.
