@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ type Node struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	ctrl     *metadata.Controller
+	raftTr   *metadata.TCPTransport // nil on a single node
 	replicas *replica.Manager
 	kafka    *server.Server
 	http     *http.Server
@@ -89,22 +91,26 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	nodeID := int32(cfg.Int("node.id"))
 
 	mc := metadata.Config{
-		Dir:       filepath.Join(dir, metadata.DirName),
-		NodeID:    metadata.RaftID(nodeID),
-		ClusterID: cfg.Get("cluster.id"),
-		Logger:    logger.With("component", "metadata"),
+		Dir:          filepath.Join(dir, metadata.DirName),
+		NodeID:       metadata.RaftID(nodeID),
+		ClusterID:    cfg.Get("cluster.id"),
+		TickInterval: cfg.Duration("controller.quorum.election.timeout.ms") / metadata.ElectionTicks,
+		Logger:       logger.With("component", "metadata"),
+	}
+	if err := n.quorum(cfg, &mc); err != nil {
+		return nil, err
 	}
 	mc.Defaults()
 	if n.ctrl, err = metadata.Open(mc); err != nil {
 		return nil, fmt.Errorf("opening metadata log: %w", err)
 	}
+	if err := n.startController(ctx, cfg, mc); err != nil {
+		return nil, err
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := n.ctrl.Start(startCtx); err != nil {
-		return nil, fmt.Errorf("starting metadata controller: %w", err)
-	}
 
-	l, _ := config.ParseListener(strings.Split(cfg.Get("listeners"), ",")[0])
+	l, _, _, _ := cfg.Listeners()
 	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listeners %s: %w (is another broker running? change listeners=)", cfg.Get("listeners"), err)
@@ -299,6 +305,9 @@ func (n *Node) Close() error {
 	if n.ctrl != nil {
 		errs = append(errs, n.ctrl.Close())
 	}
+	if n.raftTr != nil {
+		errs = append(errs, n.raftTr.Close())
+	}
 	err := errors.Join(errs...)
 	if err != nil {
 		n.log.Error("shutdown", "err", err)
@@ -335,4 +344,99 @@ func resolveTopic(cfg *config.Config, im *metadata.Image, topic map[string]strin
 		MinInsyncReplicas: int(num("min.insync.replicas")),
 		CleanupPolicy:     get("cleanup.policy"),
 	}
+}
+
+// quorum configures the metadata quorum from controller.quorum.voters: the
+// voters, this node's controller address and the Raft transport, bound to
+// the CONTROLLER listener or else to this node's entry in the voter list.
+// With no voters the node is a one-voter cluster with no network, as
+// before.
+func (n *Node) quorum(cfg *config.Config, mc *metadata.Config) error {
+	voters, err := config.ParseQuorumVoters(cfg.Get("controller.quorum.voters"))
+	if err != nil || len(voters) == 0 {
+		return err
+	}
+	self := int32(cfg.Int("node.id"))
+	own := ""
+	for _, v := range voters {
+		mc.Voters = append(mc.Voters, metadata.Voter{ID: metadata.RaftID(v.ID), Addr: v.Addr})
+		if v.ID == self {
+			own = v.Addr
+		}
+	}
+	bind := own
+	if _, ctl, ok, _ := cfg.Listeners(); ok {
+		bind = net.JoinHostPort(ctl.Host, strconv.Itoa(ctl.Port))
+	}
+	tr, err := metadata.NewTCPTransport(metadata.TCPConfig{
+		NodeID: mc.NodeID, Addr: bind, ClusterID: cfg.Get("cluster.id"), Logger: mc.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("%w; change the CONTROLLER entry of listeners, or this node's entry in controller.quorum.voters", err)
+	}
+	n.raftTr = tr
+	mc.Transport = tr
+	mc.Addr = own
+	if own == "" { // an observer: peers reach it at its controller listener
+		ta := tr.Addr().(*net.TCPAddr)
+		host := ta.IP.String()
+		if ta.IP.IsUnspecified() {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+		mc.Addr = net.JoinHostPort(host, strconv.Itoa(ta.Port))
+	}
+	return nil
+}
+
+// startController starts the metadata controller and, in a cluster, waits
+// (up to controller.quorum.startup.timeout.ms) for a quorum leader and for
+// this node to catch up, logging while it waits.
+func (n *Node) startController(ctx context.Context, cfg *config.Config, mc metadata.Config) error {
+	timeout := cfg.Duration("controller.quorum.startup.timeout.ms")
+	startCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if n.raftTr != nil {
+		role := "voter"
+		if !slices.ContainsFunc(mc.Voters, func(v metadata.Voter) bool { return v.ID == mc.NodeID }) {
+			role = "observer"
+		}
+		n.log.Info("waiting for the metadata quorum to elect a leader and for this node to catch up",
+			"voters", cfg.Get("controller.quorum.voters"), "role", role, "controller", mc.Addr,
+			"bound", n.raftTr.Addr().String(), "timeout", timeout)
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(10 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					q := n.ctrl.Quorum()
+					n.log.Info("still waiting for the metadata quorum", "leader", q.Leader, "term", q.Term,
+						"applied", q.Applied, "voters", cfg.Get("controller.quorum.voters"))
+				}
+			}
+		}()
+	}
+	err := n.ctrl.Start(startCtx)
+	switch {
+	case err == nil:
+	case n.raftTr != nil && startCtx.Err() != nil && ctx.Err() == nil:
+		return fmt.Errorf("no metadata quorum leader after %v (controller.quorum.startup.timeout.ms): check that a majority of "+
+			"controller.quorum.voters (%s) are running with the same list, that this node reaches them and they reach it at %s "+
+			"(look for \"cannot reach raft peer\" and \"refused raft connection\" in the logs on both sides); "+
+			"an observer also needs a running leader: %w", timeout, cfg.Get("controller.quorum.voters"), mc.Addr, err)
+	default:
+		return fmt.Errorf("starting metadata controller: %w", err)
+	}
+	if n.raftTr != nil {
+		n.raftTr.SetClusterID(n.ctrl.Image().ClusterID)
+		q := n.ctrl.Quorum()
+		n.log.Info("metadata quorum ready", "leader", q.Leader, "term", q.Term, "applied", q.Applied)
+	}
+	return nil
 }
