@@ -17,7 +17,11 @@
 // and snapshot files, see wal.go, snapshot.go and docs/format/metadata.md),
 // send messages through a Transport, apply committed entries, Advance.
 //
-// Today a cluster has one voter. Adding voters later means a network
-// Transport and conf-change proposals; the Ready loop, storage and apply
-// paths stay as they are.
+// A single node is a one-voter quorum with LoopbackTransport. A cluster is
+// 1, 3 or 5 voters plus any number of observers (Raft learners) talking
+// over TCPTransport (transport_tcp.go); Config.Voters bootstraps the voter
+// set, nodes not in it join as observers, and AddVoter, PromoteLearner and
+// RemoveMember change it one member at a time (quorum.go). Any member may
+// Propose: followers forward to the leader. The Ready loop, storage and
+// apply paths are the same for one node and many.
 package metadata

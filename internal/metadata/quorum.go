@@ -586,8 +586,9 @@ type QuorumStatus struct {
 	// known; Term its Raft term.
 	Leader int32
 	Term   uint64
-	// Applied is the index of the last entry applied on this node.
-	Applied uint64
+	// Committed and Applied are this node's commit index and the index of
+	// the last entry it applied.
+	Committed, Applied uint64
 	// IsLeader: this node is the active controller, so Match and
 	// RecentActive below are filled in.
 	IsLeader bool
@@ -638,7 +639,7 @@ func (c *Controller) Quorum() QuorumStatus {
 // loop runs) only.
 func (c *Controller) publishStatus() {
 	st := c.rn.BasicStatus()
-	s := &QuorumStatus{Leader: -1, Term: st.GetTerm(), Applied: c.Image().Index, IsLeader: c.isLeader}
+	s := &QuorumStatus{Leader: -1, Term: st.GetTerm(), Committed: st.GetCommit(), Applied: c.Image().Index, IsLeader: c.isLeader}
 	if st.Lead != raft.None {
 		s.Leader = NodeID(st.Lead)
 	}
@@ -667,4 +668,34 @@ func (c *Controller) publishStatus() {
 	}
 	slices.SortFunc(s.Members, func(a, b QuorumMember) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	c.status.Store(s)
+}
+
+// LastSeen reports when this node last received a Raft message from
+// member nodeID (for the local node: now), and false when it never did
+// since start or nodeID is not a member. It is meaningful on the active
+// controller, which every member answers at each heartbeat, so there
+// time.Since(LastSeen) is how long a broker has been silent. As of the
+// last tick.
+func (c *Controller) LastSeen(nodeID int32) (time.Time, bool) {
+	m, ok := c.Quorum().Member(nodeID)
+	if !ok || m.LastHeard.IsZero() {
+		return time.Time{}, false
+	}
+	return m.LastHeard, true
+}
+
+// CaughtUp reports, on the active controller, whether member nodeID was
+// heard from within the last election timeout and holds the metadata log
+// to within a few entries of the commit index (as for PromoteLearner).
+// Always true for the local node; false on a node that is not the leader.
+func (c *Controller) CaughtUp(nodeID int32) bool {
+	q := c.Quorum()
+	if !q.IsLeader {
+		return false
+	}
+	m, ok := q.Member(nodeID)
+	if !ok {
+		return false
+	}
+	return RaftID(nodeID) == c.cfg.NodeID || m.RecentActive && m.Match+promoteMaxLag >= q.Committed
 }

@@ -294,6 +294,12 @@ func TestQuorumThreeVoters(t *testing.T) {
 			if !m.Voter || !m.RecentActive || m.Addr == "" || time.Since(m.LastHeard) > time.Second {
 				return fmt.Errorf("member %+v", m)
 			}
+			if seen, ok := leader.c.LastSeen(m.NodeID); !ok || time.Since(seen) > time.Second || !leader.c.CaughtUp(m.NodeID) {
+				return fmt.Errorf("member %d: last seen %v (%v), caught up %v", m.NodeID, seen, ok, leader.c.CaughtUp(m.NodeID))
+			}
+		}
+		if f.c.CaughtUp(NodeID(leader.id)) {
+			return errors.New("a follower answered CaughtUp")
 		}
 		return nil
 	})
@@ -449,6 +455,16 @@ func TestQuorumIsolatedNode(t *testing.T) {
 		proposeRetry(t, rest[i%2].c, createRec(fmt.Sprintf("maj%d", i), 1))
 	}
 	tc.waitSameImage(leader.c.Image().Index, rest...)
+	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		seen, _ := leader.c.LastSeen(NodeID(cut.id))
+		if m, _ := leader.c.Quorum().Member(NodeID(cut.id)); m.RecentActive || leader.c.CaughtUp(NodeID(cut.id)) {
+			return fmt.Errorf("leader still sees the cut node as active: %+v", m)
+		}
+		if time.Since(seen) < 10*quorumTick {
+			return fmt.Errorf("cut node last seen %v ago", time.Since(seen))
+		}
+		return nil
+	})
 
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
