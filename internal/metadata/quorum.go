@@ -183,6 +183,10 @@ func (c *Controller) checkMembership(fresh bool) error {
 		}
 	}
 	switch {
+	case member && fresh:
+		c.log.Info("metadata: bootstrapped a new metadata quorum from controller.quorum.voters; "+
+			"this is right only when creating a cluster: a node with an empty directory that joins an existing cluster "+
+			"must not be in its own controller.quorum.voters (see docs/operations.md)", "voters", raftToNodeIDs(c.confState.GetVoters()))
 	case member:
 	case fresh:
 		c.log.Info("metadata: node is not in controller.quorum.voters; it starts empty and joins the quorum as an observer",
