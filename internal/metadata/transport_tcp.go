@@ -321,7 +321,7 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 		conn, err := t.dial(p)
 		if err == nil {
 			if failing {
-				t.log.Info("metadata: raft peer reachable again", "peer", p.id, "addr", p.addr)
+				t.log.Info("metadata: raft peer reachable again", "node", NodeID(p.id), "addr", p.addr)
 			}
 			failing = false
 			backoff = t.cfg.MinBackoff
@@ -335,10 +335,10 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 			return
 		}
 		if !failing {
-			t.log.Warn("metadata: cannot reach raft peer; retrying", "peer", p.id, "addr", p.addr, "err", err)
+			t.log.Warn("metadata: cannot reach raft peer; retrying", "node", NodeID(p.id), "addr", p.addr, "err", err)
 			failing = true
 		} else {
-			t.log.Debug("metadata: raft peer still unreachable", "peer", p.id, "addr", p.addr, "err", err)
+			t.log.Debug("metadata: raft peer still unreachable", "node", NodeID(p.id), "addr", p.addr, "err", err)
 		}
 		t.reportUnreachable(p.id)
 		t.failQueued(p)
@@ -520,7 +520,7 @@ func (t *TCPTransport) serveConn(conn net.Conn) {
 		return
 	}
 	if reason := t.checkHandshake(hs); reason != "" {
-		t.log.Warn("metadata: refused raft connection", "remote", conn.RemoteAddr(), "from", hs.From, "reason", reason)
+		t.log.Warn("metadata: refused raft connection", "remote", conn.RemoteAddr(), "from", NodeID(hs.From), "reason", reason)
 		conn.Write(appendString([]byte{1}, reason))
 		return
 	}
@@ -535,7 +535,7 @@ func (t *TCPTransport) serveConn(conn net.Conn) {
 		kind, buf, err = readTCPFrame(br, buf)
 		if err != nil {
 			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				t.log.Debug("metadata: raft connection ended", "from", hs.From, "err", err)
+				t.log.Debug("metadata: raft connection ended", "from", NodeID(hs.From), "err", err)
 			}
 			return
 		}
@@ -543,7 +543,7 @@ func (t *TCPTransport) serveConn(conn net.Conn) {
 		case frameRaft:
 			m := &pb.Message{}
 			if err := proto.Unmarshal(buf, m); err != nil {
-				t.log.Warn("metadata: undecodable raft message; closing connection", "from", hs.From, "err", err)
+				t.log.Warn("metadata: undecodable raft message; closing connection", "from", NodeID(hs.From), "err", err)
 				return
 			}
 			if err := r.Step(t.ctx, m); err != nil {
@@ -552,12 +552,12 @@ func (t *TCPTransport) serveConn(conn net.Conn) {
 		case frameJoin:
 			req, ok := decodeJoin(buf)
 			if !ok {
-				t.log.Warn("metadata: bad join request; closing connection", "from", hs.From)
+				t.log.Warn("metadata: bad join request; closing connection", "from", NodeID(hs.From))
 				return
 			}
 			r.Join(req)
 		default:
-			t.log.Warn("metadata: unknown raft frame kind; closing connection", "from", hs.From, "kind", kind)
+			t.log.Warn("metadata: unknown raft frame kind; closing connection", "from", NodeID(hs.From), "kind", kind)
 			return
 		}
 		if cap(buf) > 1<<20 {
