@@ -452,6 +452,7 @@ func (c *Controller) checkCaughtUp(id uint64) error {
 		}
 	})
 	commit := c.rn.BasicStatus().HardState.GetCommit()
+	active = active || time.Since(c.lastHeard[id]) < c.electionTimeout()
 	switch {
 	case !found:
 		return fmt.Errorf("%w: the leader has no progress for node %d", ErrInvalidQuorumChange, NodeID(id))
@@ -461,6 +462,9 @@ func (c *Controller) checkCaughtUp(id uint64) error {
 	}
 	return nil
 }
+
+// electionTimeout is ElectionTicks ticks.
+func (c *Controller) electionTimeout() time.Duration { return ElectionTicks * c.cfg.TickInterval }
 
 // AddVoter makes node id (a Raft id, RaftID(node.id)) a voter: it promotes
 // an observer, or adds a new node at addr directly. Prefer letting the new
@@ -670,6 +674,11 @@ func (c *Controller) publishStatus() {
 	for _, id := range c.confState.GetLearners() {
 		add(id, false)
 	}
+	for id := range c.lastHeard { // bounded by the membership
+		if !c.isVoter(id) && !c.isLearner(id) {
+			delete(c.lastHeard, id)
+		}
+	}
 	slices.SortFunc(s.Members, func(a, b QuorumMember) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	c.status.Store(s)
 }
@@ -689,7 +698,8 @@ func (c *Controller) LastSeen(nodeID int32) (time.Time, bool) {
 }
 
 // CaughtUp reports, on the active controller, whether member nodeID was
-// heard from within the last election timeout and holds the metadata log
+// heard from within the last election timeout (Raft's RecentActive, or a
+// message received) and holds the metadata log
 // to within a few entries of the commit index (as for PromoteLearner).
 // Always true for the local node; false on a node that is not the leader.
 func (c *Controller) CaughtUp(nodeID int32) bool {
@@ -701,5 +711,6 @@ func (c *Controller) CaughtUp(nodeID int32) bool {
 	if !ok {
 		return false
 	}
-	return RaftID(nodeID) == c.cfg.NodeID || m.RecentActive && m.Match+promoteMaxLag >= q.Committed
+	active := m.RecentActive || time.Since(m.LastHeard) < c.electionTimeout()
+	return RaftID(nodeID) == c.cfg.NodeID || active && m.Match+promoteMaxLag >= q.Committed
 }

@@ -88,6 +88,10 @@ const (
 	frameRaft = 1 // payload: raftpb.Message (protobuf)
 	frameJoin = 2 // payload: uint64 id, uint16 length, address
 
+	// maxIncomingConns bounds the connections a node accepts at once
+	// (each peer keeps one).
+	maxIncomingConns = 1024
+
 	// MaxFrameBytes bounds one transport frame, so one MsgSnap carries a
 	// metadata image of at most this size.
 	MaxFrameBytes = 256 << 20
@@ -497,6 +501,12 @@ func (t *TCPTransport) accept() {
 			t.mu.Unlock()
 			conn.Close()
 			return
+		}
+		if len(t.conns) >= maxIncomingConns {
+			t.mu.Unlock()
+			t.log.Warn("metadata: too many incoming raft connections; refusing one", "remote", conn.RemoteAddr(), "limit", maxIncomingConns)
+			conn.Close()
+			continue
 		}
 		t.conns[conn] = struct{}{}
 		t.mu.Unlock()
