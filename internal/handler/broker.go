@@ -72,6 +72,9 @@ type Config struct {
 	Controller     *metadata.Controller
 	Replicas       *replica.Manager
 	Groups         *group.Coordinator
+	// Elector runs ElectLeaders on the active controller (the node's
+	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
+	Elector Elector
 	// AfterApply runs after a proposal's image is applied to the local
 	// replicas (the node loads __consumer_offsets partitions there).
 	AfterApply func(*metadata.Image)

@@ -57,6 +57,7 @@ var codeTable = []struct {
 	{metadata.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{metadata.ErrInvalidReplicas, kerr.InvalidReplicaAssignment},
 	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
+	{metadata.ErrStaleEpoch, kerr.InvalidUpdateVersion},
 	{metadata.ErrNotLeader, kerr.NotController},
 	{metadata.ErrClosed, kerr.NotController},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
