@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/handler"
@@ -35,6 +36,9 @@ type Node struct {
 	log      *slog.Logger
 	ctrl     *metadata.Controller
 	raftTr   *metadata.TCPTransport // nil on a single node
+	sup      *cluster.Supervisor
+	supStop  context.CancelFunc
+	supDone  chan struct{}
 	replicas *replica.Manager
 	kafka    *server.Server
 	http     *http.Server
@@ -146,6 +150,10 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.replicas.Start(context.Background())
 	n.nodeID = nodeID
+	if err := n.startSupervisor(cfg); err != nil {
+		ln.Close()
+		return nil, err
+	}
 
 	gc := group.Config{
 		MinSessionTimeout:      cfg.Duration("group.min.session.timeout.ms"),
@@ -181,7 +189,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, AfterApply: n.loader.reconcile,
+		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup,
 	})
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
@@ -207,10 +215,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 // new or changed.
 func (n *Node) register(ctx context.Context, id int32, host string, port int32) error {
 	im := n.ctrl.Image()
-	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && !b.Fenced {
+	rack := n.cfg.Get("broker.rack")
+	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced {
 		return nil
 	}
-	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port}})
+	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack}})
 	if err != nil {
 		return fmt.Errorf("registering broker: %w", err)
 	}
@@ -280,6 +289,7 @@ func (n *Node) Replicas() *replica.Manager { return n.replicas }
 // Close shuts the node down: connections, then logs, then metadata.
 func (n *Node) Close() error {
 	var errs []error
+	n.controlledShutdown()
 	if n.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.http.Shutdown(ctx)
@@ -299,6 +309,7 @@ func (n *Node) Close() error {
 	if n.loader != nil {
 		n.loader.wg.Wait()
 	}
+	n.stopSupervisor()
 	if n.replicas != nil {
 		errs = append(errs, n.replicas.Close())
 	}

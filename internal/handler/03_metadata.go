@@ -36,7 +36,7 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 	}
 	cid := im.ClusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = b.NodeID
+	resp.ControllerID = b.controllerID()
 	resp.AuthorizedOperations = authzNotComputed
 
 	autoCreate := (r.Version < 4 || r.AllowAutoTopicCreation) && b.brokerValue(im, "auto.create.topics.enable") == "true"

@@ -25,7 +25,7 @@ func (b *Broker) describeCluster(_ context.Context, req *server.Request) (server
 	}
 	im := b.image()
 	resp.ClusterID = im.ClusterID
-	resp.ControllerID = b.NodeID
+	resp.ControllerID = b.controllerID()
 	resp.ClusterAuthorizedOperations = authzNotComputed
 	for _, id := range im.BrokerIDs() {
 		br := im.Brokers[id]

@@ -78,7 +78,10 @@ type Config struct {
 	// AfterApply runs after a proposal's image is applied to the local
 	// replicas (the node loads __consumer_offsets partitions there).
 	AfterApply func(*metadata.Image)
-	Logger     *slog.Logger
+	// Shutdowns serves ControlledShutdown on the active controller; nil
+	// answers NOT_CONTROLLER.
+	Shutdowns ShutdownController
+	Logger    *slog.Logger
 }
 
 // Broker implements server.Handler.

@@ -104,3 +104,13 @@ func fillFetchLeaders(im *metadata.Image, resp *kmsg.FetchResponse) {
 		resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rackPtr(b.Rack)})
 	}
 }
+
+// controllerID is the node id of the active controller (the metadata
+// quorum's leader), which clients send controller requests such as
+// ElectLeaders to; this node while no leader is known.
+func (b *Broker) controllerID() int32 {
+	if l := b.Controller.Leader(); l > 0 {
+		return int32(l - 1) // metadata.RaftID(id) = id + 1
+	}
+	return b.NodeID
+}

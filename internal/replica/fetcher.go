@@ -28,6 +28,7 @@ import (
 	"github.com/berthmq/berth/internal/batch"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/peer"
 )
 
 // fetcher copies partitions from one leader broker.
@@ -194,16 +195,16 @@ func (f *fetcher) update(p *Partition, epoch int32, fn func(*fetchState)) {
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	log := f.m.log.With("leader", f.leader)
-	var conn *peerConn
+	var conn *peer.Conn
 	defer func() {
 		if conn != nil {
-			conn.close()
+			conn.Close()
 		}
 	}()
 	backoff := 50 * time.Millisecond
 	fail := func(err error) {
 		if conn != nil {
-			conn.close()
+			conn.Close()
 			conn = nil
 		}
 		if ctx.Err() != nil {
@@ -225,13 +226,13 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		if conn != nil && conn.addr != f.address() {
-			conn.close()
+		if conn != nil && conn.Addr != f.address() {
+			conn.Close()
 			conn = nil
 		}
 		if conn == nil {
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			c, err := dialPeer(dctx, f.address(), "berth-replica-"+strconv.Itoa(int(f.m.cfg.NodeID)))
+			c, err := peer.Dial(dctx, f.address(), "berth-replica-"+strconv.Itoa(int(f.m.cfg.NodeID)))
 			cancel()
 			if err != nil {
 				fail(err)
@@ -253,7 +254,7 @@ func (f *fetcher) run(ctx context.Context) {
 
 // truncateAll brings every partition new to this leader epoch in line
 // with the leader's log.
-func (f *fetcher) truncateAll(ctx context.Context, conn *peerConn, parts []followed) error {
+func (f *fetcher) truncateAll(ctx context.Context, conn *peer.Conn, parts []followed) error {
 	for _, fp := range parts {
 		if fp.st.truncated {
 			continue
@@ -274,7 +275,7 @@ func (f *fetcher) truncateAll(ctx context.Context, conn *peerConn, parts []follo
 
 // divergence asks the leader where this replica's latest epoch ends and
 // returns the offset to truncate to, or -1 for nothing to do.
-func (f *fetcher) divergence(ctx context.Context, conn *peerConn, fp followed) (int64, error) {
+func (f *fetcher) divergence(ctx context.Context, conn *peer.Conn, fp followed) (int64, error) {
 	p := fp.p
 	latest := p.log.LatestEpoch()
 	leo := p.log.LogEndOffset()
@@ -290,7 +291,7 @@ func (f *fetcher) divergence(ctx context.Context, conn *peerConn, fp followed) (
 	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Index, fp.st.epoch, latest
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kr, err := conn.request(ctx, req, 30*time.Second)
+	kr, err := conn.Request(ctx, req, 30*time.Second)
 	if err != nil {
 		return -1, err
 	}
@@ -320,7 +321,7 @@ func (f *fetcher) divergence(ctx context.Context, conn *peerConn, fp followed) (
 
 // fetchOnce waits until earlier appends are durable, sends one Fetch for
 // every partition ready to fetch and appends what comes back.
-func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, parts []followed) error {
+func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []followed) error {
 	cfg := f.m.cfg
 	now := time.Now()
 	ready := parts[:0:0]
@@ -366,7 +367,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, parts []followe
 		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	kr, err := conn.request(ctx, req, cfg.ReplicaFetchWait+30*time.Second)
+	kr, err := conn.Request(ctx, req, cfg.ReplicaFetchWait+30*time.Second)
 	if err != nil {
 		return err
 	}
