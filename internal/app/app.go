@@ -189,7 +189,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup,
+		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup,
 	})
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
