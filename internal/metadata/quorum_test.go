@@ -562,3 +562,40 @@ func TestEnvelopeOrigin(t *testing.T) {
 		}
 	}
 }
+
+// The documented way to grow: a one-voter cluster, new nodes join as
+// observers and are promoted one at a time; the grown quorum then survives
+// losing the original node.
+func TestQuorumGrowFromOneVoter(t *testing.T) {
+	tc := newTestCluster(t, 1, 1000)
+	first := tc.node(1)
+	proposeRetry(t, first.c, createRec("before", 1))
+	for _, id := range []uint64{2, 3} {
+		nd := tc.open(id, t.TempDir(), freeAddr(t))
+		if err := tc.startNode(nd); err != nil {
+			t.Fatalf("node %d Start: %v", id, err)
+		}
+		leader := tc.waitLeader()
+		// Promotion is refused while another change is pending, and
+		// until the observer is caught up; retry as an operator would.
+		checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			return leader.c.PromoteLearner(ctx(t), id)
+		})
+	}
+	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		for _, nd := range tc.live() {
+			st := nd.c.Quorum()
+			if len(st.Members) != 3 || !st.Members[0].Voter || !st.Members[1].Voter || !st.Members[2].Voter {
+				return fmt.Errorf("node %d sees %+v", nd.id, st.Members)
+			}
+		}
+		return nil
+	})
+	tc.stop(1)
+	leader := tc.waitLeader()
+	proposeRetry(t, leader.c, createRec("after", 1))
+	want := tc.waitSameImage(leader.c.Image().Index)
+	if !bytes.Contains(want, []byte(`"before"`)) {
+		t.Fatalf("grown cluster lost the original data:\n%s", want)
+	}
+}
