@@ -256,7 +256,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	case <-c.donec:
 		return c.loopErr()
 	case <-ctx.Done():
-		return fmt.Errorf("metadata: waiting for leadership: %w", ctx.Err())
+		return fmt.Errorf("metadata: waiting for a quorum leader and to catch up with its log: %w", ctx.Err())
 	}
 	id := c.cfg.ClusterID
 	if id == "" {
