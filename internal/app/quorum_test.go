@@ -46,6 +46,9 @@ func TestThreeNodeQuorumAgreesOnTopic(t *testing.T) {
 			"controller.quorum.voters":              voters,
 			"controller.quorum.election.timeout.ms": "300",
 			"controller.quorum.startup.timeout.ms":  "20000",
+			// Closing one node after another leaves the last without a
+			// controller to hand leaderships to; not what this tests.
+			"controlled.shutdown.enable": "false",
 		} {
 			if err := cfg.Set(k, v, config.SourceFlag); err != nil {
 				t.Fatal(err)
