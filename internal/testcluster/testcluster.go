@@ -187,96 +187,182 @@ type Process struct {
 	t    testing.TB
 	Dir  string
 	Args []string
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
-	err  error
+	// LogFile, when set before a (re)start, receives the process's stderr
+	// (appended, so restarts add to it).
+	LogFile string
+
+	cmd      *exec.Cmd
+	addr     string
+	httpAddr string
+	ready    chan [2]string
+	done     chan struct{}
+	err      error
 }
 
-var readyRE = regexp.MustCompile(`berth ready.* kafka=(\S+)`)
+var readyRE = regexp.MustCompile(`berth ready.* kafka=(\S+) http=(\S*)`)
 
 // StartProcess runs `berth serve` with data in dir on a free loopback port
-// and waits until it is ready. It is stopped at test cleanup.
+// and waits until it is ready. Later args override the defaults (a
+// --listeners of the caller's wins). It is stopped at test cleanup.
 func StartProcess(t testing.TB, dir string, args ...string) *Process {
 	t.Helper()
-	p := &Process{t: t, Dir: dir, Args: args}
+	p := newProcess(t, dir, args...)
 	p.start()
+	return p
+}
+
+// newProcess makes a Process that is not started yet; it is killed at
+// test cleanup.
+func newProcess(t testing.TB, dir string, args ...string) *Process {
+	p := &Process{t: t, Dir: dir, Args: args}
 	t.Cleanup(func() { p.Kill() })
 	return p
 }
 
 func (p *Process) start() {
 	p.t.Helper()
+	Binary(p.t)
+	if err := p.launch(); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := p.waitReady(60 * time.Second); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// launch starts the process without waiting for it to be ready. It does
+// not touch the testing.TB, so it may run on any goroutine.
+func (p *Process) launch() error {
 	args := append([]string{"serve", "--log.dirs", p.Dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
 		"--http.listener", "127.0.0.1:0", "--log.dir.min.free.bytes", "0"}, p.Args...)
-	cmd := exec.Command(Binary(p.t), args...)
+	cmd := exec.Command(binPath, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		p.t.Fatal(err)
+		return err
+	}
+	var logw io.WriteCloser
+	if p.LogFile != "" {
+		f, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f, "=== %s start: berth %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
+		logw = f
 	}
 	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		if logw != nil {
+			logw.Close()
+		}
+		return err
 	}
-	p.cmd, p.done = cmd, make(chan struct{})
-	ready := make(chan string, 1)
+	p.cmd, p.done, p.ready = cmd, make(chan struct{}), make(chan [2]string, 1)
+	p.addr, p.httpAddr = "", ""
+	ready, echo, t := p.ready, os.Getenv("BERTH_TEST_LOG") != "", p.t
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			if m := readyRE.FindStringSubmatch(line); m != nil {
 				select {
-				case ready <- m[1]:
+				case ready <- [2]string{m[1], m[2]}:
 				default:
 				}
 			}
-			if os.Getenv("BERTH_TEST_LOG") != "" {
-				p.t.Log(line)
+			if logw != nil {
+				io.WriteString(logw, line+"\n")
+			}
+			if echo {
+				t.Log(line)
 			}
 		}
 		io.Copy(io.Discard, stderr)
 	}()
+	done := p.done
 	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
+		<-scanned // Wait closes the pipe: read it all first
+		err := cmd.Wait()
+		if logw != nil {
+			fmt.Fprintf(logw, "=== %s exit: %v\n", time.Now().UTC().Format(time.RFC3339Nano), err)
+			logw.Close()
+		}
+		p.err = err
+		close(done)
 	}()
+	return nil
+}
+
+// waitReady waits for the "berth ready" line of the process launched last.
+func (p *Process) waitReady(within time.Duration) error {
 	select {
-	case p.addr = <-ready:
+	case a := <-p.ready:
+		p.addr, p.httpAddr = a[0], a[1]
+		return nil
 	case <-p.done:
-		p.t.Fatalf("berth exited before it was ready: %v", p.err)
-	case <-time.After(60 * time.Second):
+		return fmt.Errorf("berth exited before it was ready: %v (log: %s)", p.err, p.LogFile)
+	case <-time.After(within):
 		p.Kill()
-		p.t.Fatal("berth did not become ready within 60s")
+		return fmt.Errorf("berth did not become ready within %v (log: %s)", within, p.LogFile)
 	}
 }
 
 // Addr is the Kafka listener address of the running process.
 func (p *Process) Addr() string { return p.addr }
 
+// HTTPAddr is the HTTP (metrics) listener address of the running process,
+// "" when it has none.
+func (p *Process) HTTPAddr() string { return p.httpAddr }
+
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
-// Kill sends SIGKILL to this process (by its PID) and waits for it.
-func (p *Process) Kill() {
+// Running reports whether the process was started and has not exited.
+func (p *Process) Running() bool {
 	if p.cmd == nil {
-		return
+		return false
 	}
 	select {
 	case <-p.done:
-		return
+		return false
 	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to this process (by its PID) and waits for it.
+func (p *Process) Kill() {
+	if !p.Running() {
+		return
 	}
 	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
 
-// Stop sends SIGTERM and waits for a clean exit.
+// Pause stops the process with SIGSTOP (by its PID): it keeps its
+// sockets but runs no code until Resume.
+func (p *Process) Pause() {
+	if p.Running() {
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused process with SIGCONT.
+func (p *Process) Resume() {
+	if p.Running() {
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT)
+	}
+}
+
+// Stop sends SIGTERM (and SIGCONT, in case it is paused) and waits for a
+// clean exit.
 func (p *Process) Stop() error {
-	select {
-	case <-p.done:
+	if !p.Running() {
 		return p.err
-	default:
 	}
 	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT)
 	select {
 	case <-p.done:
 		return p.err
@@ -286,7 +372,8 @@ func (p *Process) Stop() error {
 	}
 }
 
-// Restart starts the process again over the same data directory.
+// Restart starts the process again over the same data directory and
+// waits until it is ready.
 func (p *Process) Restart() {
 	p.t.Helper()
 	p.start()
