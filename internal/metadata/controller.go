@@ -38,6 +38,7 @@ type Controller struct {
 
 	propc chan *proposal
 	recvc chan *pb.Message
+	cmdc  chan func() // run on the loop goroutine
 
 	// Transport reports and join requests, queued for the loop; reportc
 	// (buffer 1) signals that the queue is not empty.
@@ -136,6 +137,7 @@ func Open(cfg Config) (*Controller, error) {
 		log:     cfg.Logger.With("component", "metadata"),
 		subs:    map[*subscription]struct{}{},
 		propc:   make(chan *proposal),
+		cmdc:    make(chan func()),
 		recvc:   make(chan *pb.Message, 256),
 		reportc: make(chan struct{}, 1),
 		stopc:   make(chan struct{}),
@@ -280,10 +282,14 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // Close stops the loop, takes a snapshot if anything was applied since the
-// last one, syncs and closes the files. It is idempotent; pending and later
-// proposals fail with ErrClosed.
+// last one, syncs and closes the files. The active controller of a quorum
+// with other voters first hands leadership to the most up-to-date one
+// (waiting at most two election timeouts), so the quorum does not wait an
+// election timeout to notice it is gone. It is idempotent; pending and
+// later proposals fail with ErrClosed.
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
+		c.resign()
 		c.startMu.Lock()
 		c.closed = true
 		started := c.started
@@ -485,6 +491,8 @@ func (c *Controller) run() {
 			}
 		case <-c.reportc:
 			c.drainReports()
+		case f := <-c.cmdc:
+			f()
 		case p := <-c.propc:
 			c.proposeLocked(p)
 		more:

@@ -463,6 +463,85 @@ func (c *Controller) checkCaughtUp(id uint64) error {
 	return nil
 }
 
+// TransferLeadership asks the active controller to hand leadership to
+// voter to (a Raft id), or with to == 0 to the voter with the most of the
+// log among those recently active, and waits until another voter leads or
+// ctx ends. Raft completes the transfer once the target has the whole log;
+// proposals wait meanwhile. A no-op on a node that is not the leader.
+func (c *Controller) TransferLeadership(ctx context.Context, to uint64) error {
+	started := make(chan uint64, 1)
+	select {
+	case c.cmdc <- func() { started <- c.transferLocked(to) }:
+	case <-c.donec:
+		return c.loopErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	target := <-started
+	if target == 0 {
+		if c.IsLeader() {
+			return fmt.Errorf("%w: no other voter to hand leadership to", ErrInvalidQuorumChange)
+		}
+		return nil
+	}
+	t := time.NewTicker(c.cfg.TickInterval / 2)
+	defer t.Stop()
+	for {
+		if l := c.Leader(); l != 0 && l != c.cfg.NodeID {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-c.donec:
+			return c.loopErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// transferLocked starts a leadership transfer and returns its target, or 0
+// when this node is not the leader or has no voter to hand over to. Loop
+// only.
+func (c *Controller) transferLocked(to uint64) uint64 {
+	if !c.isLeader {
+		return 0
+	}
+	if to == 0 {
+		var best uint64
+		c.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+			if id == c.cfg.NodeID || typ != raft.ProgressTypePeer || !pr.RecentActive {
+				return
+			}
+			if to == 0 || pr.Match > best {
+				to, best = id, pr.Match
+			}
+		})
+	}
+	if to == 0 || to == c.cfg.NodeID || !c.isVoter(to) {
+		return 0
+	}
+	c.log.Info("metadata: handing the active controller role over", "to", NodeID(to))
+	c.rn.TransferLeader(to)
+	return to
+}
+
+// resign hands leadership over before Close, when this node leads a
+// quorum with other voters. Best effort: at most two election timeouts.
+func (c *Controller) resign() {
+	c.startMu.Lock()
+	running := c.started && !c.closed
+	c.startMu.Unlock()
+	if !running || !c.IsLeader() || len(c.Quorum().Members) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*c.electionTimeout())
+	defer cancel()
+	if err := c.TransferLeadership(ctx, 0); err != nil {
+		c.log.Debug("metadata: leadership not handed over before closing", "err", err)
+	}
+}
+
 // electionTimeout is ElectionTicks ticks.
 func (c *Controller) electionTimeout() time.Duration { return ElectionTicks * c.cfg.TickInterval }
 

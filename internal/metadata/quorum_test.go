@@ -304,8 +304,21 @@ func TestQuorumThreeVoters(t *testing.T) {
 		return nil
 	})
 
-	// Losing the leader: the other two elect one and keep committing.
+	// Handing over leadership on request.
+	to := tc.followers(leader)[1]
+	if err := leader.c.TransferLeadership(ctx(t), to.id); err != nil {
+		t.Fatalf("TransferLeadership: %v", err)
+	}
+	if leader = tc.waitLeader(); leader != to {
+		t.Fatalf("leader %d after a transfer to %d", leader.id, to.id)
+	}
+
+	// Closing the leader hands leadership over first: another node leads
+	// as soon as Close returns, with no election timeout to wait.
 	old := tc.stop(leader.id)
+	if !slices.ContainsFunc(tc.live(), func(nd *testNode) bool { return nd.c.IsLeader() }) {
+		t.Fatal("no leader right after the old one closed")
+	}
 	leader = tc.waitLeader()
 	if leader.id == old.id {
 		t.Fatal("closed node still leader")
