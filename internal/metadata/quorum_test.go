@@ -612,3 +612,28 @@ func TestQuorumGrowFromOneVoter(t *testing.T) {
 		t.Fatalf("grown cluster lost the original data:\n%s", want)
 	}
 }
+
+// Five voters keep committing with two of them down, stop with three down,
+// and resume when one returns.
+func TestQuorumFiveVoters(t *testing.T) {
+	tc := newTestCluster(t, 5, 1000)
+	leader := tc.waitLeader()
+	down := []*testNode{tc.stop(leader.id), tc.stop(tc.followers(tc.waitLeader())[0].id)}
+	leader = tc.waitLeader()
+	proposeRetry(t, leader.c, createRec("two-down", 1))
+	tc.waitSameImage(leader.c.Image().Index)
+
+	down = append(down, tc.stop(leader.id))
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := tc.live()[0].c.Propose(short, createRec("three-down", 1)); err == nil {
+		t.Fatal("a proposal committed with three of five voters down")
+	}
+	tc.restart(down[0])
+	leader = tc.waitLeader()
+	proposeRetry(t, leader.c, createRec("back", 1))
+	want := tc.waitSameImage(leader.c.Image().Index)
+	if !bytes.Contains(want, []byte(`"two-down"`)) {
+		t.Fatalf("two-down lost:\n%s", want)
+	}
+}
