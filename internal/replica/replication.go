@@ -55,6 +55,9 @@ type replState struct {
 	pending   []int32 // ISR proposed to the controller; nil when none
 	partEpoch int32
 	followers map[int32]*follower
+	// epochStart is the leader's log end offset when its leadership began:
+	// a follower rejoins the ISR only once it has everything below it.
+	epochStart int64
 }
 
 // IsLeader reports whether this replica is the partition's leader.
@@ -149,6 +152,7 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 	if leading {
 		if newTerm || r.followers == nil {
 			r.followers = map[int32]*follower{}
+			r.epochStart = p.log.LogEndOffset()
 		}
 		now := p.mgr.now().UnixMilli()
 		for _, id := range r.replicas {
@@ -249,8 +253,9 @@ func (p *Partition) FollowerFetch(id int32, offset int64) error {
 	f.leo, f.lastFetch, f.leaderLEOAt = offset, now, leo
 	var propose []int32
 	// Expand: an out-of-sync follower that has reached the high watermark
-	// (and so every record of this leadership below it) rejoins.
-	if r.pending == nil && !slices.Contains(r.isr, id) && offset >= p.hw.Load() {
+	// and the start of this leadership (so it holds every record this
+	// leader may still have to commit below it) rejoins.
+	if r.pending == nil && !slices.Contains(r.isr, id) && offset >= p.hw.Load() && offset >= r.epochStart {
 		propose = append(slices.Clone(r.isr), id)
 		slices.Sort(propose)
 		r.pending = propose
