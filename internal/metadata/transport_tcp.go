@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -662,12 +663,20 @@ func readTCPFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	if n < 1 || n > MaxFrameBytes {
 		return 0, buf, fmt.Errorf("frame length %d out of range", n)
 	}
-	if uint32(cap(buf)) < n-1 {
-		buf = make([]byte, n-1)
+	// Grow with the data that actually arrives, so a bad length costs at
+	// most one chunk beyond what the peer sent.
+	need := int(n - 1)
+	buf = buf[:0]
+	for len(buf) < need {
+		chunk := min(need-len(buf), 1<<20)
+		buf = slices.Grow(buf, chunk)
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return 0, buf, err
+		}
 	}
-	buf = buf[:n-1]
-	_, err := io.ReadFull(r, buf)
-	return hdr[4], buf, err
+	return hdr[4], buf, nil
 }
 
 // decodeJoin parses a join frame's payload: uint64 id, string address.

@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // fakeReceiver records what a transport delivers.
@@ -152,4 +155,45 @@ func TestTCPFrameJoinCodec(t *testing.T) {
 	if _, ok := decodeJoin(b[5 : len(b)-1]); ok {
 		t.Fatal("truncated join decoded")
 	}
+}
+
+// FuzzTCPInput feeds arbitrary bytes to the receiving side's decoders: the
+// handshake, frames, join requests and Raft messages never panic, and the
+// frame reader never allocates beyond MaxFrameBytes.
+func FuzzTCPInput(f *testing.F) {
+	hs := handshake{From: 1, To: 2, ClusterID: "c", Addr: "h:1"}.encode()
+	frame, _ := appendTCPFrame(nil, outItem{m: &pb.Message{Type: pb.MsgApp.Enum(), To: new(uint64(2)),
+		Entries: []*pb.Entry{{Data: []byte(`{"v":1,"node":1,"id":2,"records":[]}`)}}}})
+	join, _ := appendTCPFrame(nil, outItem{join: &JoinRequest{ID: 3, Addr: "h:2"}})
+	f.Add(append(append(slices.Clone(hs), frame...), join...))
+	f.Add(hs)
+	f.Add([]byte("BERTHRFT\x01\x00"))
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		br := bufio.NewReader(bytes.NewReader(b))
+		if _, err := readHandshake(br); err != nil {
+			br = bufio.NewReader(bytes.NewReader(b))
+		}
+		var buf []byte
+		for {
+			kind, payload, err := readTCPFrame(br, buf)
+			if err != nil {
+				return
+			}
+			buf = payload
+			switch kind {
+			case frameRaft:
+				m := &pb.Message{}
+				if proto.Unmarshal(payload, m) == nil {
+					for _, e := range m.GetEntries() {
+						entryOrigin(e)
+					}
+				}
+			case frameJoin:
+				decodeJoin(payload)
+			}
+			envelopeOrigin(payload)
+			parseConfContext(payload)
+		}
+	})
 }
