@@ -333,7 +333,10 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 func TestReplicationLeaderChangeKeepsAcknowledgedRecords(t *testing.T) {
 	c := startCluster(t, 3)
 	c.createTopic("ledger", [][]int32{{0, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	// A short metadata age: after its leader's broker goes away, the
+	// client looks for the new leader at once rather than after kgo's
+	// default 5 s.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
