@@ -1,0 +1,427 @@
+package tests
+
+// Fault tests of a three-process cluster (issue 4): RF=3,
+// min.insync.replicas=2, idempotent acks=all producers on every partition
+// while brokers are killed, paused, cut off the metadata quorum and
+// restarted. Every run logs its seed (replay: BERTH_FAULT_SEED) and, on
+// failure, names the history file and the nodes' logs (kept under
+// $BERTH_FAULT_HISTORY_DIR when set).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// Killing the leader of each partition in turn (SIGKILL, then restart)
+// under load loses no acknowledged record, duplicates none, keeps per-key
+// order, and writes to every partition resume within resumeBound.
+func TestClusterKillLeaderOfEveryPartition(t *testing.T) {
+	r := newFaultRig(t, 3)
+	l := r.startLoad()
+	for _, i := range r.rng.Perm(int(r.parts)) {
+		p := int32(i)
+		leader := r.state(r.c.IDs()[0])[p].Leader
+		at := r.h.Fault("kill -9 node %d, leader of partition %d", leader, p)
+		r.c.Kill(leader)
+		d := r.waitAcks(at, resumeBound, fmt.Sprintf("writes resumed on every partition after killing node %d", leader))
+		t.Logf("killed node %d (leader of %d): writes resumed on every partition after %v", leader, p, d.Round(time.Millisecond))
+		now := r.state(r.others(leader)[0])[p]
+		if now.Leader == leader {
+			r.h.Fail(t, r.c.Dir, "partition %d still led by killed node %d: %+v", p, leader, now)
+		}
+		r.c.Restart(leader)
+		r.h.Fault("node %d restarted", leader)
+		d = r.waitFullISR(leader, rejoinBound)
+		r.h.Fault("node %d back in every ISR after %v", leader, d.Round(time.Millisecond))
+	}
+	r.finish(l)
+}
+
+// With two of three brokers killed, no acks=all write is acknowledged
+// (the survivor's ISR still names a dead broker it cannot drop without a
+// controller quorum, or the ISR is below min.insync.replicas), while the
+// committed data of the partitions the survivor leads stays readable.
+// Bringing one broker back restores the quorum, and writes resume on every
+// partition.
+func TestClusterTwoOfThreeDown(t *testing.T) {
+	r := newFaultRig(t, 3)
+	l := r.startLoad()
+	ids := r.c.IDs()
+	order := r.rng.Perm(3)
+	a, b, c := ids[order[0]], ids[order[1]], ids[order[2]]
+
+	at := r.h.Fault("kill -9 node %d", b)
+	r.c.Kill(b)
+	// The controller fences b and its partitions fail over to a or c.
+	r.waitFor(resumeBound, fmt.Sprintf("node %d out of every ISR and leadership", b), func() error {
+		st, _, err := r.meta(a, faultTopic)
+		if err != nil {
+			return err
+		}
+		for p, s := range st {
+			if s.Leader == b || s.Leader < 0 || slices.Contains(s.ISR, b) {
+				return fmt.Errorf("partition %d: %+v", p, s)
+			}
+		}
+		return nil
+	})
+	r.waitAcks(at, resumeBound, fmt.Sprintf("writes resumed after killing node %d", b))
+
+	before := r.state(a)
+	var survivorLeads []int32
+	for p, s := range before {
+		if s.Leader == a {
+			survivorLeads = append(survivorLeads, p)
+		}
+	}
+	slices.Sort(survivorLeads)
+	down := r.h.Fault("kill -9 node %d: only node %d runs; it leads partitions %v", c, a, survivorLeads)
+	r.c.Kill(c)
+	killed := time.Now()
+
+	// Nothing is acknowledged any more. An ack may still arrive for a
+	// write the dead broker had already fetched, so answers within
+	// 500 ms of the kill are allowed; then watch for 5 s.
+	tid := r.topicID(a)
+	for i, p := range survivorLeads {
+		v := fmt.Sprintf("probe-%d", i+1)
+		code, err := r.rawProduceTo(a, tid, p, 2*time.Second, v)
+		r.h.Fault("acks=all produce of %s to node %d, partition %d: %s", v, a, p, errName(code, err))
+		if err == nil && code == 0 {
+			r.h.Fail(t, r.c.Dir, "node %d acknowledged %s on partition %d with two of three brokers down", a, v, p)
+		}
+		if err == nil && !slices.Contains([]int16{kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code}, code) {
+			r.h.Fail(t, r.c.Dir, "produce to node %d, partition %d: %s, want NOT_ENOUGH_REPLICAS or a timeout", a, p, errName(code, err))
+		}
+	}
+	for time.Since(killed) < 5*time.Second {
+		if n := r.h.AcksAfter(killed.Add(500 * time.Millisecond)); len(n) > 0 {
+			r.h.Fail(t, r.c.Dir, "acknowledged with two of three brokers down: %v", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.h.Fault("no acknowledgement for %v", time.Since(down).Round(time.Millisecond))
+
+	// The survivor still serves what was committed on the partitions it
+	// leads: every record acknowledged there is read back from it alone.
+	if len(survivorLeads) > 0 {
+		ends := map[int32]int64{}
+		for _, a := range r.h.Acks() {
+			if slices.Contains(survivorLeads, a.Partition) {
+				ends[a.Partition] = max(ends[a.Partition], a.Offset+1)
+			}
+		}
+		got, err := tc.ConsumeTo(ctxT(t, 30*time.Second), []string{r.c.Node(a).KafkaAddr}, faultTopic, ends)
+		if err != nil {
+			r.h.Fail(t, r.c.Dir, "reading the survivor's partitions %v from node %d: %v", survivorLeads, a, err)
+		}
+		have := map[string]bool{}
+		for _, g := range got {
+			have[fmt.Sprintf("%d/%d/%s", g.Partition, g.Offset, g.Value)] = true
+		}
+		for _, ak := range r.h.Acks() {
+			if slices.Contains(survivorLeads, ak.Partition) && !have[fmt.Sprintf("%d/%d/%s", ak.Partition, ak.Offset, ak.Value)] {
+				r.h.Fail(t, r.c.Dir, "acked %s at %d/%d not readable from the survivor", ak.Value, ak.Partition, ak.Offset)
+			}
+		}
+		r.h.Fault("read %d records of partitions %v from node %d alone", len(got), survivorLeads, a)
+	}
+
+	back := r.h.Fault("restart node %d", b)
+	r.c.Restart(b)
+	d := r.waitAcks(back, resumeBound+10*time.Second, fmt.Sprintf("writes resumed on every partition with nodes %d and %d", a, b))
+	t.Logf("two of three down: nothing acknowledged; with node %d back, writes resumed %v after its restart began", b, d.Round(time.Millisecond))
+	r.c.Restart(c)
+	r.h.Fault("node %d restarted", c)
+	r.waitFullISR(a, rejoinBound)
+	r.finish(l)
+}
+
+// A leader cut off from the metadata quorum while it keeps running (a
+// zombie) acknowledges no acks=all write once the others have elected a
+// new leader; after the cut heals it truncates what it appended alone and
+// follows, and its log then equals the new leader's.
+func TestClusterZombieLeader(t *testing.T) {
+	r := newFaultRig(t, 3)
+	l := r.startLoad()
+	p := int32(r.rng.IntN(int(r.parts)))
+	st := r.state(r.c.IDs()[0])
+	x := st[p].Leader
+	witness := r.others(x)[0]
+
+	cut := r.h.Fault("cut node %d, leader of partition %d at epoch %d, off the metadata quorum", x, p, st[p].Epoch)
+	r.c.Cut(x)
+	var now partState
+	d := r.waitFor(resumeBound, fmt.Sprintf("a new leader of partition %d", p), func() error {
+		s, _, err := r.meta(witness, faultTopic)
+		if err != nil {
+			return err
+		}
+		for q, qs := range s {
+			if qs.Leader == x || qs.Leader < 0 {
+				return fmt.Errorf("partition %d: %+v", q, qs)
+			}
+		}
+		now = s[p]
+		return nil
+	})
+	r.h.Fault("node %d sees partition %d led by %d at epoch %d, %v after the cut", witness, p, now.Leader, now.Epoch, d.Round(time.Millisecond))
+	if now.Epoch <= st[p].Epoch {
+		r.h.Fail(t, r.c.Dir, "new leader of %d without a new epoch: %+v then %+v", p, st[p], now)
+	}
+	zst, _, err := r.meta(x, faultTopic)
+	if err == nil {
+		r.h.Fault("the zombie's own view of partition %d: %+v", p, zst[p])
+	}
+
+	// The zombie still takes produce requests; none may be acknowledged.
+	tid := r.topicID(x)
+	var zombie []string
+	for i := range 3 {
+		v := fmt.Sprintf("zombie-%d", i+1)
+		zombie = append(zombie, v)
+		code, err := r.rawProduceTo(x, tid, p, 2*time.Second, v)
+		r.h.Fault("acks=all produce of %s to the zombie %d: %s", v, x, errName(code, err))
+		if err == nil && code == 0 {
+			r.h.Fail(t, r.c.Dir, "the zombie leader %d acknowledged %s on partition %d after the new leader %d was elected", x, v, p, now.Leader)
+		}
+	}
+	r.waitAcks(cut, resumeBound, "writes resumed on every partition after the cut")
+
+	heal := r.h.Fault("heal node %d", x)
+	r.c.Heal(x)
+	d = r.waitFullISR(witness, rejoinBound)
+	r.h.Fault("node %d back in every ISR %v after the heal", x, d.Round(time.Millisecond))
+	_ = heal
+	l.Stop(30 * time.Second)
+	r.h.Fault("load stopped")
+
+	// Its log converges with the leader's: the same log end offset...
+	series := fmt.Sprintf(`berth_partition_log_end_offset{partition="%d",topic="%s"}`, p, faultTopic)
+	r.waitFor(20*time.Second, "the zombie's log end offset equal to the leader's", func() error {
+		s, _, err := r.meta(witness, faultTopic)
+		if err != nil {
+			return err
+		}
+		lead, err := r.metric(s[p].Leader, series)
+		if err != nil {
+			return err
+		}
+		z, err := r.metric(x, series)
+		if err != nil {
+			return err
+		}
+		if lead != z {
+			return fmt.Errorf("leader %d at %v, node %d at %v", s[p].Leader, lead, x, z)
+		}
+		return nil
+	})
+	// ... and the same records: make it the leader again (it is the
+	// preferred replica, having led first) and read everything from it.
+	if st[p].Replicas[0] == x {
+		adm := kadm.NewClient(tc.Client(t, r.c.Addrs()[0]))
+		r.waitFor(30*time.Second, fmt.Sprintf("node %d leading partition %d again", x, p), func() error {
+			s, _, err := r.meta(witness, faultTopic)
+			if err != nil {
+				return err
+			}
+			if s[p].Leader == x {
+				return nil
+			}
+			ctx := ctxT(t, 5*time.Second)
+			if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{faultTopic: {p: struct{}{}}}); err != nil {
+				return err
+			}
+			return fmt.Errorf("leader %d", s[p].Leader)
+		})
+		r.h.Fault("node %d leads partition %d again", x, p)
+	} else {
+		t.Logf("node %d is not partition %d's preferred replica; its records are compared by log end offset only", x, p)
+	}
+	r.finish(l, func(got []tc.Consumed) []string {
+		var bad []string
+		for _, g := range got {
+			if slices.Contains(zombie, g.Value) {
+				bad = append(bad, fmt.Sprintf("%s, written to the zombie alone, is in the log at %d/%d", g.Value, g.Partition, g.Offset))
+			}
+		}
+		return bad
+	})
+}
+
+// A follower paused (SIGSTOP) for longer than replica.lag.time.max.ms
+// leaves the ISR; resumed, it catches up and rejoins. The broker session
+// is longer than the pause here, so the ISR change is the leader's, not
+// the controller fencing the broker.
+func TestClusterPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
+	r := newFaultRig(t, 3, "--broker.session.timeout.ms", "15000")
+	l := r.startLoad()
+	p := int32(r.rng.IntN(int(r.parts)))
+	st := r.state(r.c.IDs()[0])
+	leader := st[p].Leader
+	followers := r.others(leader)
+	f := followers[r.rng.IntN(len(followers))]
+
+	at := r.h.Fault("SIGSTOP node %d, follower of partition %d (leader %d)", f, p, leader)
+	r.c.Pause(f)
+	d := r.waitFor(10*time.Second, fmt.Sprintf("node %d out of partition %d's ISR", f, p), func() error {
+		s, _, err := r.meta(leader, faultTopic)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(s[p].ISR, f) {
+			return fmt.Errorf("ISR %v", s[p].ISR)
+		}
+		return nil
+	})
+	r.h.Fault("node %d left partition %d's ISR after %v", f, p, d.Round(time.Millisecond))
+	if d < 2*time.Second {
+		r.h.Fail(t, r.c.Dir, "node %d left the ISR after %v, before replica.lag.time.max.ms", f, d)
+	}
+	var notLed []int32
+	for q, s := range st {
+		if s.Leader != f {
+			notLed = append(notLed, q)
+		}
+	}
+	r.waitAcks(at, resumeBound, "writes acknowledged with the follower paused", notLed...)
+	shrinks, err := r.metric(leader, "berth_isr_shrinks_total")
+	if err != nil || shrinks < 1 {
+		r.h.Fail(t, r.c.Dir, "berth_isr_shrinks_total on the leader %d: %v %v", leader, shrinks, err)
+	}
+
+	r.h.Fault("SIGCONT node %d", f)
+	r.c.Resume(f)
+	left := d
+	d = r.waitFullISR(leader, rejoinBound)
+	r.h.Fault("node %d back in every ISR after %v", f, d.Round(time.Millisecond))
+	t.Logf("paused follower %d left partition %d's ISR after %v and rejoined %v after resuming", f, p,
+		left.Round(time.Millisecond), d.Round(time.Millisecond))
+	r.finish(l)
+}
+
+// Stopping every node (SIGTERM) and starting them again keeps every
+// committed record and a consumer group's committed offsets.
+func TestClusterFullRestartKeepsDataAndOffsets(t *testing.T) {
+	r := newFaultRig(t, 3)
+	l := r.startLoad()
+	r.waitFor(30*time.Second, "300 acknowledged records", func() error {
+		if n := len(r.h.Acks()); n < 300 {
+			return fmt.Errorf("%d", n)
+		}
+		return nil
+	})
+	l.Stop(30 * time.Second)
+	r.h.Fault("load stopped")
+
+	const group = "fault-group"
+	cons := tc.Client(t, r.c.Addrs()[0], kgo.SeedBrokers(r.c.Addrs()...), kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(faultTopic), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxT(t, 60*time.Second)
+	read := 0
+	for read < 200 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			r.h.Fail(t, r.c.Dir, "group %s read %d records before timeout", group, read)
+		}
+		read += len(fs.Records())
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		r.h.Fail(t, r.c.Dir, "commit: %v", err)
+	}
+	adm := kadm.NewClient(tc.Client(t, r.c.Addrs()[0]))
+	want, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = want.Error()
+	}
+	if err != nil || len(want.Offsets()) == 0 {
+		r.h.Fail(t, r.c.Dir, "committed offsets of %s: %v %v", group, want, err)
+	}
+	cons.Close()
+	r.h.Fault("group %s committed %v", group, want.Offsets())
+
+	r.h.Fault("SIGTERM every node")
+	r.c.StopAll()
+	r.h.Fault("start every node")
+	r.c.Start(r.c.IDs()...)
+	r.h.Fault("every node ready")
+	r.waitFullISR(r.c.IDs()[0], rejoinBound)
+
+	adm = kadm.NewClient(tc.Client(t, r.c.Addrs()[0]))
+	r.waitFor(30*time.Second, "the group's offsets after the restart", func() error {
+		got, err := adm.FetchOffsets(ctxT(t, 5*time.Second), group)
+		if err == nil {
+			err = got.Error()
+		}
+		if err != nil {
+			return err
+		}
+		for _, o := range want.Offsets().Sorted() {
+			g, ok := got.Lookup(o.Topic, o.Partition)
+			if !ok || g.At != o.At {
+				return fmt.Errorf("partition %d: committed %d before, %+v after", o.Partition, o.At, g)
+			}
+		}
+		return nil
+	})
+	r.finish(l)
+}
+
+// Killing the active controller: the others elect another, and a metadata
+// change (a topic creation) commits; writes go on meanwhile.
+func TestClusterControllerFailover(t *testing.T) {
+	r := newFaultRig(t, 3)
+	l := r.startLoad()
+	var ctrl int32
+	r.waitFor(10*time.Second, "the active controller", func() error {
+		_, id, err := r.meta(r.c.IDs()[0], faultTopic)
+		if err == nil && id < 1 {
+			err = fmt.Errorf("controller %d", id)
+		}
+		ctrl = id
+		return err
+	})
+	at := r.h.Fault("kill -9 node %d, the active controller", ctrl)
+	r.c.Kill(ctrl)
+	rest := r.others(ctrl)
+	var seeds []string
+	for _, id := range rest {
+		seeds = append(seeds, r.c.Node(id).KafkaAddr)
+	}
+	adm := kadm.NewClient(tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	d := r.waitFor(resumeBound, "a topic creation after the controller died", func() error {
+		ctx := ctxT(t, 5*time.Second)
+		resp, err := adm.CreateTopic(ctx, 1, 2, nil, "after-failover")
+		if err == nil {
+			err = resp.Err
+		}
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		return err
+	})
+	_, newCtrl, err := r.meta(rest[0], faultTopic)
+	r.h.Fault("topic created %v after the kill; controller now %d (%v)", d.Round(time.Millisecond), newCtrl, err)
+	if newCtrl == ctrl || newCtrl < 1 {
+		r.h.Fail(t, r.c.Dir, "controller after failover: %d", newCtrl)
+	}
+	r.waitAcks(at, resumeBound, "writes resumed after the controller died")
+	r.c.Restart(ctrl)
+	r.h.Fault("node %d restarted", ctrl)
+	r.waitFor(rejoinBound, "the restarted node knowing the new topic", func() error {
+		_, _, err := r.meta(ctrl, "after-failover")
+		return err
+	})
+	r.waitFullISR(ctrl, rejoinBound)
+	t.Logf("controller %d killed: node %d took over and a topic was created %v after the kill", ctrl, newCtrl, d.Round(time.Millisecond))
+	r.finish(l)
+}
