@@ -80,12 +80,12 @@ func TestThreeNodeQuorumAgreesOnTopic(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "agreed")
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "agreed")
 	if err != nil || resp.Err != nil {
 		t.Fatalf("CreateTopic: %v %v", err, resp.Err)
 	}
 	waitAgree(t, nodes, func(im *metadata.Image) error {
-		if tp := im.Topic("agreed"); tp == nil || len(tp.Partitions) != 1 {
+		if tp := im.Topic("agreed"); tp == nil || len(tp.Partitions) != 3 {
 			return fmt.Errorf("topic agreed: %+v", tp)
 		}
 		return nil
