@@ -29,7 +29,7 @@ func (n *Node) startSupervisor(cfg *config.Config) error {
 		LeaderImbalanceCheckInterval:       time.Duration(cfg.Int("leader.imbalance.check.interval.seconds")) * time.Second,
 		LeaderImbalancePerBrokerPercentage: int(cfg.Int("leader.imbalance.per.broker.percentage")),
 		UncleanLeaderElection:              cfg.Bool("unclean.leader.election.enable"),
-		Logger:                             n.log.With("component", "cluster"),
+		Logger:                             n.log,
 	})
 	if err != nil {
 		return err
@@ -68,6 +68,7 @@ func (n *Node) controlledShutdown() {
 	tries := max(int(cfg.Int("controlled.shutdown.max.retries")), 1)
 	backoff := cfg.Duration("controlled.shutdown.retry.backoff.ms")
 	for attempt := 1; ; attempt++ {
+		asked := n.ctrl.Leader()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		left, err := n.askControlledShutdown(ctx)
 		cancel()
@@ -81,7 +82,15 @@ func (n *Node) controlledShutdown() {
 			return
 		}
 		n.log.Warn("controlled shutdown attempt failed; retrying", "attempt", attempt, "err", err, "in", backoff)
-		time.Sleep(backoff)
+		// Retry after the backoff, or as soon as another node becomes
+		// the active controller (the one asked may be stopping too).
+		deadline := time.Now().Add(backoff)
+		for time.Now().Before(deadline) {
+			if l := n.ctrl.Leader(); l != 0 && l != asked {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
