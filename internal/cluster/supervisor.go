@@ -259,6 +259,10 @@ func (s *Supervisor) plan(im *metadata.Image, now time.Time, rebalance bool) []i
 			p := &t.Partitions[i]
 			d, changed := Reconcile(p, states, unclean)
 			if !changed {
+				if c, done := completion(name, p, states); done {
+					touched[TopicPartition{name, p.Index}] = true
+					items = append(items, s.reassignItem(p, c))
+				}
 				continue
 			}
 			touched[TopicPartition{name, p.Index}] = true
@@ -269,6 +273,53 @@ func (s *Supervisor) plan(im *metadata.Image, now time.Time, rebalance bool) []i
 		items = append(items, s.rebalance(im, states, touched)...)
 	}
 	return items
+}
+
+// reassignItem is the record completing p's reassignment with c.
+func (s *Supervisor) reassignItem(p *metadata.Partition, c *metadata.PartitionChange) item {
+	old := *p
+	return item{
+		rec: metadata.Record{PartitionChange: c},
+		note: func() {
+			s.log.Info("cluster: reassignment complete", "topic", c.Topic, "partition", old.Index,
+				"replicas", old.Replicas, "new_replicas", c.Replicas, "leader", old.Leader, "new_leader", *c.Leader)
+		},
+	}
+}
+
+// Reassign starts or cancels partition reassignments
+// (AlterPartitionReassignments), each proposed on its own; they complete
+// in later rounds once the new replicas are in sync. It fails as a whole
+// only with metadata.ErrNotLeader (or ctx's error).
+func (s *Supervisor) Reassign(ctx context.Context, reqs []Reassignment) ([]ReassignResult, error) {
+	s.roundMu.Lock()
+	defer s.roundMu.Unlock()
+	if !s.activate() {
+		return nil, fmt.Errorf("%w: reassign partitions", metadata.ErrNotLeader)
+	}
+	out := make([]ReassignResult, len(reqs))
+	for i, r := range reqs {
+		out[i].TopicPartition = r.TopicPartition
+		for attempt := 1; ; attempt++ {
+			c, err := PlanReassignment(s.ctrl.Image(), r)
+			if err == nil && c != nil {
+				err = s.ctrl.Propose(ctx, metadata.Record{PartitionChange: c})
+				if err == nil {
+					s.log.Info("cluster: reassignment started", "topic", r.Topic, "partition", r.Partition,
+						"target", r.Target, "adding", c.AddingReplicas, "removing", c.RemovingReplicas)
+				}
+			}
+			if err != nil && retryable(err) && attempt < maxAttempts {
+				continue
+			}
+			if errors.Is(err, metadata.ErrNotLeader) {
+				return nil, err
+			}
+			out[i].Err = err
+			break
+		}
+	}
+	return out, nil
 }
 
 // changeItem is the record taking p to d, logged as reason.

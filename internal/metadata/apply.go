@@ -288,11 +288,21 @@ func (b *builder) partitionChange(r *PartitionChange) error {
 	if r.Leader != nil {
 		p.Leader = *r.Leader
 	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nilIfEmpty(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
+	}
 	if err := validISR(p); err != nil {
 		return fmt.Errorf("%q partition %d: %w", r.Topic, r.Partition, err)
 	}
+	if err := validReassignment(p); err != nil {
+		return fmt.Errorf("%q partition %d: %w", r.Topic, r.Partition, err)
+	}
 	leaderChanged := p.Leader != old.Leader
-	if !leaderChanged && slices.Equal(p.Replicas, old.Replicas) && slices.Equal(p.ISR, old.ISR) {
+	if !leaderChanged && slices.Equal(p.Replicas, old.Replicas) && slices.Equal(p.ISR, old.ISR) &&
+		slices.Equal(p.AddingReplicas, old.AddingReplicas) && slices.Equal(p.RemovingReplicas, old.RemovingReplicas) {
 		return nil // no change, no epoch bump
 	}
 	if leaderChanged {
@@ -300,6 +310,36 @@ func (b *builder) partitionChange(r *PartitionChange) error {
 	}
 	p.PartitionEpoch++
 	t.Partitions[r.Partition] = p
+	return nil
+}
+
+func nilIfEmpty(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// validReassignment checks that the replicas being added and removed are
+// distinct replicas of the partition, and that some replica stays.
+func validReassignment(p Partition) error {
+	for _, set := range [][]int32{p.AddingReplicas, p.RemovingReplicas} {
+		seen := map[int32]bool{}
+		for _, r := range set {
+			if seen[r] || !slices.Contains(p.Replicas, r) {
+				return fmt.Errorf("%w: reassignment names broker %d twice or outside the replicas %v", ErrInvalidReplicas, r, p.Replicas)
+			}
+			seen[r] = true
+		}
+	}
+	for _, r := range p.AddingReplicas {
+		if slices.Contains(p.RemovingReplicas, r) {
+			return fmt.Errorf("%w: broker %d is both added and removed", ErrInvalidReplicas, r)
+		}
+	}
+	if len(p.RemovingReplicas) >= len(p.Replicas) {
+		return fmt.Errorf("%w: a reassignment cannot remove every replica", ErrInvalidReplicas)
+	}
 	return nil
 }
 

@@ -115,8 +115,12 @@ func dumpImage(im *Image) string {
 		}
 		b.WriteString("\n")
 		for _, p := range tp.Partitions {
-			fmt.Fprintf(&b, "  p%d leader=%d leader-epoch=%d partition-epoch=%d replicas=%v isr=%v\n",
+			fmt.Fprintf(&b, "  p%d leader=%d leader-epoch=%d partition-epoch=%d replicas=%v isr=%v",
 				p.Index, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR)
+			if p.Reassigning() {
+				fmt.Fprintf(&b, " adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
+			}
+			b.WriteString("\n")
 		}
 	}
 	if len(im.TopicIDs) != len(im.Topics) {

@@ -52,6 +52,32 @@ type Partition struct {
 	PartitionEpoch int32 // bumped on every change
 	Replicas       []int32
 	ISR            []int32
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (AlterPartitionReassignments): both are subsets of
+	// Replicas, which holds the target replicas first and then the ones
+	// leaving. Empty when no reassignment is in progress.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment is in progress.
+func (p *Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas is where a reassignment takes the partition: Replicas
+// without the ones leaving (Replicas itself when none is in progress).
+func (p *Partition) TargetReplicas() []int32 {
+	if len(p.RemovingReplicas) == 0 {
+		return p.Replicas
+	}
+	out := make([]int32, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		if !slices.Contains(p.RemovingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // NoLeader is Partition.Leader when the partition has none.

@@ -111,6 +111,11 @@ type PartitionChange struct {
 	ISR                  []int32 `json:"isr"`      // null = unchanged, [] = empty
 	Replicas             []int32 `json:"replicas"` // null = unchanged
 	ExpectPartitionEpoch *int32  `json:"expectPartitionEpoch,omitempty"`
+	// AddingReplicas and RemovingReplicas set the reassignment in
+	// progress (null = unchanged, [] = none); both must be subsets of the
+	// resulting replicas and disjoint.
+	AddingReplicas   []int32 `json:"addingReplicas"` // null = unchanged
+	RemovingReplicas []int32 `json:"removingReplicas"`
 }
 
 // kind returns the name of the one member set, or an error.

@@ -105,6 +105,8 @@ type partitionJSON struct {
 	PartitionEpoch int32   `json:"partitionEpoch"`
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
+	Adding         []int32 `json:"addingReplicas,omitempty"`
+	Removing       []int32 `json:"removingReplicas,omitempty"`
 }
 
 // EncodeImage serializes an image (the snapshot format's "image" member).
@@ -126,7 +128,7 @@ func EncodeImage(im *Image) []byte {
 		tj := topicJSON{Name: t.Name, ID: uuidText(t.ID), Internal: t.Internal, Configs: t.Configs,
 			Partitions: make([]partitionJSON, len(t.Partitions))}
 		for i, p := range t.Partitions {
-			tj.Partitions[i] = partitionJSON{p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR}
+			tj.Partitions[i] = partitionJSON{p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR, p.AddingReplicas, p.RemovingReplicas}
 		}
 		j.Topics = append(j.Topics, tj)
 	}
@@ -181,7 +183,8 @@ func DecodeImage(b []byte) (*Image, error) {
 		}
 		for i, p := range tj.Partitions {
 			t.Partitions[i] = Partition{Index: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}
+				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR,
+				AddingReplicas: p.Adding, RemovingReplicas: p.Removing}
 		}
 		im.Topics[t.Name] = t
 		im.TopicIDs[id] = t.Name
