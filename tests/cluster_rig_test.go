@@ -167,8 +167,14 @@ func (r *faultRig) waitFullISR(from int32, within time.Duration) time.Duration {
 	})
 }
 
+// ackGrace: an answer the client reads this soon after a fault may have
+// been sent before it.
+const ackGrace = 100 * time.Millisecond
+
 // waitAcks waits until every partition (or those listed) has an
-// acknowledgement after t, and returns how long after t that was.
+// acknowledgement after t+ackGrace (failing the test if that takes longer than
+// within after t), and returns how long after t the last of those first
+// acknowledgements came.
 func (r *faultRig) waitAcks(after time.Time, within time.Duration, what string, parts ...int32) time.Duration {
 	r.t.Helper()
 	if parts == nil {
@@ -177,7 +183,7 @@ func (r *faultRig) waitAcks(after time.Time, within time.Duration, what string, 
 		}
 	}
 	r.waitFor(within-time.Since(after), what, func() error {
-		n := r.h.AcksAfter(after)
+		n := r.h.AcksAfter(after.Add(ackGrace))
 		for _, p := range parts {
 			if n[p] == 0 {
 				return fmt.Errorf("no ack on partition %d since %v", p, after.Format("15:04:05.000"))
@@ -185,7 +191,12 @@ func (r *faultRig) waitAcks(after time.Time, within time.Duration, what string, 
 		}
 		return nil
 	})
-	d := time.Since(after)
+	// The bound holds for the last partition's first ack after t.
+	var d time.Duration
+	first := r.h.FirstAcksAfter(after.Add(ackGrace))
+	for _, p := range parts {
+		d = max(d, first[p].Sub(after))
+	}
 	r.h.Fault("%s: after %v", what, d.Round(time.Millisecond))
 	return d
 }
@@ -207,7 +218,39 @@ func (r *faultRig) finish(l *tc.Load, extra ...func([]tc.Consumed) []string) {
 	l.Stop(30 * time.Second)
 	r.h.Fault("load stopped")
 	ctx := ctxT(r.t, 60*time.Second)
-	got, err := tc.ConsumeAll(ctx, r.c.Addrs(), faultTopic)
+	// After a leader change the new leader's high watermark may trail the
+	// old one's until the followers fetch from it; wait (bounded) until it
+	// covers every acknowledged offset. If it never does, the records are
+	// not readable and the check below reports them missing.
+	ackedEnd := map[int32]int64{}
+	for _, a := range r.h.Acks() {
+		ackedEnd[a.Partition] = max(ackedEnd[a.Partition], a.Offset+1)
+	}
+	adm := kadm.NewClient(tc.Client(r.t, r.c.Addrs()[0], kgo.SeedBrokers(r.c.Addrs()...)))
+	ends := map[int32]int64{}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		lo, err := adm.ListEndOffsets(ctxT(r.t, 5*time.Second), faultTopic)
+		if err == nil {
+			err = lo.Error()
+		}
+		short := err != nil
+		if err == nil {
+			lo.Each(func(o kadm.ListedOffset) {
+				ends[o.Partition] = o.Offset
+				short = short || o.Offset < ackedEnd[o.Partition]
+			})
+		}
+		if !short || time.Now().After(deadline) {
+			if err != nil {
+				r.h.Fail(r.t, r.c.Dir, "end offsets: %v", err)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.h.Fault("reading back up to %v (acknowledged up to %v)", ends, ackedEnd)
+	got, err := tc.ConsumeTo(ctx, r.c.Addrs(), faultTopic, ends)
 	if err != nil {
 		r.h.Fail(r.t, r.c.Dir, "reading back: %v", err)
 	}
@@ -222,7 +265,10 @@ func (r *faultRig) finish(l *tc.Load, extra ...func([]tc.Consumed) []string) {
 		}
 		r.h.Fail(r.t, r.c.Dir, "history check failed:\n%s", strings.Join(bad, "\n"))
 	}
-	r.t.Logf("checked: %d records acknowledged, %d read back", len(r.h.Acks()), len(got))
+	r.t.Logf("checked: %d records acknowledged, %d read back; faults:\n%s", len(r.h.Acks()), len(got), r.h.Schedule())
+	if os.Getenv("BERTH_FAULT_HISTORY_DIR") != "" {
+		r.t.Logf("history: %s", r.h.Write(r.t, r.c.Dir))
+	}
 }
 
 // rawProduceTo sends one acks=all batch of values to partition p through

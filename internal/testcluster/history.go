@@ -114,6 +114,32 @@ func (h *History) AcksAfter(t time.Time) map[int32]int {
 	return out
 }
 
+// Schedule is the fault schedule, one line per event, with times since
+// the start.
+func (h *History) Schedule() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, f := range h.faults {
+		fmt.Fprintf(&b, "%9s %s\n", f.At.Sub(h.Start).Round(time.Millisecond), f.What)
+	}
+	return b.String()
+}
+
+// FirstAcksAfter returns, per partition, when the first acknowledgement
+// after t arrived.
+func (h *History) FirstAcksAfter(t time.Time) map[int32]time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[int32]time.Time{}
+	for _, a := range h.acked {
+		if f, ok := out[a.Partition]; a.At.After(t) && (!ok || a.At.Before(f)) {
+			out[a.Partition] = a.At
+		}
+	}
+	return out
+}
+
 // seqOf splits a value "<key>-<seq>".
 func seqOf(v string) (string, int, bool) {
 	i := strings.LastIndexByte(v, '-')

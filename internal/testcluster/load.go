@@ -36,6 +36,7 @@ func StartLoad(t testing.TB, h *History, seeds []string, topic string, producers
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
 			kgo.MaxBufferedRecords(200), kgo.RequestTimeoutOverhead(5*time.Second),
+			kgo.ProduceRequestTimeout(5*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 			kgo.MetadataMinAge(250*time.Millisecond))
 		if err != nil {
