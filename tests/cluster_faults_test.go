@@ -152,6 +152,61 @@ func TestClusterTwoOfThreeDown(t *testing.T) {
 	r.finish(l)
 }
 
+// Two of a partition's three replicas killed while the metadata quorum
+// survives (five voters; the topic on brokers 1-3): the controller shrinks
+// the ISR to the survivor, which refuses acks=all writes with
+// NOT_ENOUGH_REPLICAS and serves every committed record; bringing one
+// replica back lets writes resume once it has caught up.
+func TestClusterTwoReplicasDownQuorumUp(t *testing.T) {
+	r := newFaultRigOn(t, 5, []int32{1, 2, 3}, 3)
+	l := r.startLoad()
+	order := r.rng.Perm(3)
+	a, b, c := int32(order[0]+1), int32(order[1]+1), int32(order[2]+1)
+	r.c.Kill(b)
+	r.c.Kill(c)
+	killed := r.h.Fault("killed nodes %d and %d (kill -9): of the replicas only node %d runs", b, c, a)
+	d := r.waitFor(resumeBound, fmt.Sprintf("node %d the only leader and ISR", a), func() error {
+		st, _, err := r.meta(a, faultTopic)
+		if err != nil {
+			return err
+		}
+		for p, s := range st {
+			if s.Leader != a || !slices.Equal(s.ISR, []int32{a}) {
+				return fmt.Errorf("partition %d: %+v", p, s)
+			}
+		}
+		return nil
+	})
+	r.h.Fault("every partition led by %d with ISR [%d] after %v", a, a, d.Round(time.Millisecond))
+
+	tid := r.topicID(a)
+	for p := range r.parts {
+		v := fmt.Sprintf("probe%d-1", p)
+		code, err := r.rawProduceTo(a, tid, p, 2*time.Second, v)
+		r.h.Fault("acks=all produce of %s to node %d, partition %d: %s", v, a, p, errName(code, err))
+		if err != nil || code != kerr.NotEnoughReplicas.Code {
+			r.h.Fail(t, r.c.Dir, "produce with one replica in sync: %s, want NOT_ENOUGH_REPLICAS", errName(code, err))
+		}
+	}
+	if n := r.h.AcksAfter(killed.Add(ackGrace)); len(n) > 0 {
+		r.h.Fail(t, r.c.Dir, "acknowledged with two of three replicas down: %v", n)
+	}
+	n := r.checkReadable(a)
+	r.h.Fault("read %d records through node %d; every acknowledged one is there", n, a)
+	if n := r.h.AcksAfter(killed.Add(ackGrace)); len(n) > 0 {
+		r.h.Fail(t, r.c.Dir, "acknowledged with two of three replicas down: %v", n)
+	}
+
+	back := r.h.Fault("restart node %d", b)
+	r.c.Restart(b)
+	d = r.waitAcks(back, resumeBound, fmt.Sprintf("writes resumed on every partition with nodes %d and %d", a, b))
+	t.Logf("two replicas down: NOT_ENOUGH_REPLICAS, reads served; node %d back: writes resumed %v after its restart began", b, d.Round(time.Millisecond))
+	r.c.Restart(c)
+	r.h.Fault("node %d restarted", c)
+	r.waitFullISR(a, rejoinBound)
+	r.finish(l)
+}
+
 // A leader cut off from the metadata quorum while it keeps running (a
 // zombie) acknowledges no acks=all write once the others have elected a
 // new leader; after the cut heals it truncates what it appended alone and

@@ -62,24 +62,48 @@ func faultSeed(t *testing.T) int64 {
 
 func newFaultRig(t *testing.T, parts int32, args ...string) *faultRig {
 	t.Helper()
+	return newFaultRigOn(t, 3, nil, parts, args...)
+}
+
+// newFaultRigOn is newFaultRig with n nodes and, when replicas is not
+// nil, every partition on those three brokers (the first leading).
+func newFaultRigOn(t *testing.T, n int, replicas []int32, parts int32, args ...string) *faultRig {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("starts a three-process cluster")
+		t.Skip("starts a cluster of berth processes")
 	}
 	seed := faultSeed(t)
 	r := &faultRig{t: t, h: tc.NewHistory(seed), rng: rand.New(rand.NewPCG(uint64(seed), 0)),
 		parts: parts, direct: map[int32]*kgo.Client{}}
-	r.c = tc.StartCluster(t, 3, args...)
+	r.c = tc.StartCluster(t, n, args...)
 	ctx := ctxT(t, 30*time.Second)
-	adm := kadm.NewClient(tc.Client(t, r.c.Addrs()[0]))
-	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, faultTopic)
+	cl := tc.Client(t, r.c.Addrs()[0])
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 20000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = faultTopic
+	rt.NumPartitions, rt.ReplicationFactor = parts, 3
+	if replicas != nil {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		for p := range parts {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = p, replicas
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+	}
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
 	if err == nil {
-		err = resp.Err
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 	}
 	if err != nil {
 		t.Fatalf("creating %s: %v", faultTopic, err)
 	}
 	r.waitFullISR(r.c.IDs()[0], rejoinBound)
-	r.h.Fault("cluster up: %v; topic %s: %d partitions, RF 3, min.insync.replicas 2", r.c.Addrs(), faultTopic, parts)
+	r.h.Fault("cluster up: %v; topic %s: %d partitions, RF 3 (replicas %v), min.insync.replicas 2", r.c.Addrs(), faultTopic, parts, replicas)
 	return r
 }
 
@@ -372,4 +396,34 @@ func (r *faultRig) others(not ...int32) []int32 {
 		}
 	}
 	return out
+}
+
+// checkReadable reads the whole topic through the given nodes while the
+// load may still run, and fails unless every record acknowledged before
+// the read began is there with its value.
+func (r *faultRig) checkReadable(through ...int32) int {
+	r.t.Helper()
+	acks := r.h.Acks()
+	var seeds []string
+	for _, id := range through {
+		seeds = append(seeds, r.c.Node(id).KafkaAddr)
+	}
+	ends := map[int32]int64{}
+	for _, a := range acks {
+		ends[a.Partition] = max(ends[a.Partition], a.Offset+1)
+	}
+	got, err := tc.ConsumeTo(ctxT(r.t, 30*time.Second), seeds, faultTopic, ends)
+	if err != nil {
+		r.h.Fail(r.t, r.c.Dir, "reading through nodes %v: %v", through, err)
+	}
+	at := map[string]string{}
+	for _, g := range got {
+		at[fmt.Sprintf("%d/%d", g.Partition, g.Offset)] = g.Value
+	}
+	for _, a := range acks {
+		if v := at[fmt.Sprintf("%d/%d", a.Partition, a.Offset)]; v != a.Value {
+			r.h.Fail(r.t, r.c.Dir, "acked %s at %d/%d reads as %q through nodes %v", a.Value, a.Partition, a.Offset, v, through)
+		}
+	}
+	return len(got)
 }
