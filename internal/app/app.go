@@ -143,6 +143,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		ReplicaFetchWait:             cfg.Duration("replica.fetch.wait.max.ms"),
 		ReplicaFetchMaxBytes:         int32(cfg.Int("replica.fetch.max.bytes")),
 		ReplicaFetchResponseMaxBytes: int32(cfg.Int("replica.fetch.response.max.bytes")),
+		ThrottleRate: func() int64 {
+			v, _ := cfg.ResolveBroker("follower.replication.throttled.rate", n.ctrl.Image().BrokerConfigs)
+			rate, _ := strconv.ParseInt(v, 10, 64)
+			return rate
+		},
 	})
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
 		ln.Close()
@@ -189,7 +194,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup,
+		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),

@@ -81,7 +81,10 @@ type Config struct {
 	// Shutdowns serves ControlledShutdown on the active controller; nil
 	// answers NOT_CONTROLLER.
 	Shutdowns ShutdownController
-	Logger    *slog.Logger
+	// Reassigner serves AlterPartitionReassignments on the active
+	// controller; nil answers NOT_CONTROLLER.
+	Reassigner Reassigner
+	Logger     *slog.Logger
 }
 
 // Broker implements server.Handler.

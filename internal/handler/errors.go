@@ -51,6 +51,7 @@ var codeTable = []struct {
 	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{cluster.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{cluster.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{metadata.ErrInvalidTopic, kerr.InvalidTopicException},

@@ -22,10 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
 	blog "github.com/berthmq/berth/internal/log"
@@ -48,9 +50,16 @@ type testBroker struct {
 type testCluster struct {
 	t       *testing.T
 	ctrl    *metadata.Controller
+	sup     *cluster.Supervisor // the controller's policies (reassignment completion)
 	brokers []*testBroker
 	lagMax  time.Duration
 }
+
+// alwaysLive is the supervisor's liveness in these tests: every broker
+// counts as heard from (fencing is tested in internal/cluster).
+type alwaysLive struct{}
+
+func (alwaysLive) LastSeen(int32) (time.Time, bool) { return time.Now(), true }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -68,6 +77,13 @@ func startCluster(t *testing.T, n int) *testCluster {
 		t.Fatal(err)
 	}
 	c := &testCluster{t: t, ctrl: ctrl, lagMax: time.Second}
+	c.sup, err = cluster.New(ctrl, alwaysLive{}, cluster.Config{CheckInterval: 50 * time.Millisecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	supCtx, supStop := context.WithCancel(context.Background())
+	supDone := make(chan struct{})
+	go func() { defer close(supDone); c.sup.Run(supCtx) }()
 	for i := 0; i < n; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -85,6 +101,8 @@ func startCluster(t *testing.T, n int) *testCluster {
 		c.startBroker(b)
 	}
 	t.Cleanup(func() {
+		supStop()
+		<-supDone
 		for _, b := range c.brokers {
 			c.stopBroker(b)
 		}
@@ -114,6 +132,10 @@ func (c *testCluster) startBroker(b *testBroker) {
 		},
 		Logger:           quietLogger(),
 		ReplicaLagMax:    c.lagMax,
+		ThrottleRate: func() int64 {
+			v, _ := strconv.ParseInt(c.ctrl.Image().BrokerConfigs["follower.replication.throttled.rate"], 10, 64)
+			return v
+		},
 		ReplicaFetchWait: 100 * time.Millisecond,
 		AlterPartition: func(ctx context.Context, topic string, part int32, isr []int32, epoch int32) error {
 			return c.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
@@ -126,6 +148,7 @@ func (c *testCluster) startBroker(b *testBroker) {
 	b.mgr.Start(context.Background())
 	h := handler.New(handler.Config{
 		NodeID: b.id, Broker: config.Defaults(), Controller: c.ctrl, Replicas: b.mgr, Logger: quietLogger(),
+		Reassigner: c.sup,
 	})
 	b.srv = server.New(b.ln, h, server.Config{Logger: quietLogger()})
 	go b.srv.Serve()
@@ -444,5 +467,86 @@ func TestReplicationReplicaMovedAwayIsDeleted(t *testing.T) {
 	produce(t, cl, "moving", 50, 50)
 	if got := consumeAll(t, c.seeds(), "moving", 100); len(got) != 100 {
 		t.Fatalf("consumed %d records, want 100", len(got))
+	}
+}
+
+// A partition moves from brokers 0,1 to 1,2 with AlterPartitionReassignments
+// (kadm, as kafka-reassign-partitions.sh would): broker 2 copies the log
+// (throttled by follower.replication.throttled.rate), the controller
+// completes the move once it is in sync, and broker 0 drops its copy.
+func TestReplicationReassignment(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("moves", [][]int32{{0, 1}}, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "moves", 0, 300) // about 3.5 KB of batches
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// 1 KB/s: copying the partition takes a few seconds.
+	if err := c.ctrl.Propose(ctx, metadata.Record{SetBrokerConfigs: &metadata.SetBrokerConfigs{
+		Set: map[string]string{"follower.replication.throttled.rate": "1000"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	adm := kadm.NewClient(cl)
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("moves", 0, []int32{1, 2})
+	start := time.Now()
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatalf("reassignment refused: %v", err)
+	}
+	moves := kadm.TopicsSet{}
+	moves.Add("moves", 0)
+	listed, err := adm.ListPartitionReassignments(ctx, moves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := listed["moves"][0]; !ok || !slices.Equal(r.AddingReplicas, []int32{2}) || !slices.Equal(r.RemovingReplicas, []int32{0}) {
+		t.Fatalf("in progress: %+v (found %v)", r, ok)
+	}
+	eventually(t, 20*time.Second, func() error {
+		p := c.partition("moves")
+		if p.Reassigning() || !slices.Equal(p.Replicas, []int32{1, 2}) {
+			return fmt.Errorf("partition %+v", p)
+		}
+		return nil
+	})
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("a throttled copy of ~3.5 KB at 1 KB/s took %v", took)
+	}
+	listed, err = adm.ListPartitionReassignments(ctx, moves)
+	if err != nil || len(listed) != 0 {
+		t.Fatalf("reassignments after completion: %+v %v", listed, err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if c.brokers[0].mgr.Get("moves", 0) != nil {
+			return errors.New("broker 0 still holds its replica")
+		}
+		return nil
+	})
+	if got := c.logEnd(c.brokers[2], "moves"); got != 300 {
+		t.Fatalf("new replica's log end %d, want 300", got)
+	}
+	produce(t, cl, "moves", 300, 10)
+	if got := consumeAll(t, c.seeds(), "moves", 310); len(got) != 310 {
+		t.Fatalf("consumed %d, want 310", len(got))
+	}
+
+	// Cancelling when nothing is in progress is refused with Kafka's code.
+	var cancelReq kadm.AlterPartitionAssignmentsReq
+	cancelReq.CancelAssign("moves", 0)
+	res, err = adm.AlterPartitionAssignments(ctx, cancelReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); !errors.Is(err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("cancel with nothing in progress: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -383,6 +384,8 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []follow
 		}
 		return followed{}, false
 	}
+	var throttledBytes int64
+	var throttled []followed
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			fp, ok := find(rt.TopicID, rp.Partition)
@@ -390,9 +393,35 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []follow
 				continue
 			}
 			f.handlePartition(fp, &rp)
+			if fp.p.throttled() {
+				throttledBytes += int64(len(rp.RecordBatches))
+				throttled = append(throttled, fp)
+			}
 		}
 	}
+	f.throttle(throttled, throttledBytes)
 	return nil
+}
+
+// throttle holds back the partitions a reassignment is adding once they
+// took n bytes, for as long as follower.replication.throttled.rate says n
+// bytes take.
+func (f *fetcher) throttle(parts []followed, n int64) {
+	rate := int64(0)
+	if f.m.cfg.ThrottleRate != nil {
+		rate = f.m.cfg.ThrottleRate()
+	}
+	if n == 0 || rate <= 0 || rate == math.MaxInt64 {
+		return
+	}
+	until := time.Now().Add(time.Duration(float64(n) / float64(rate) * float64(time.Second)))
+	for _, fp := range parts {
+		f.update(fp.p, fp.st.epoch, func(st *fetchState) {
+			if until.After(st.retryAt) {
+				st.retryAt = until
+			}
+		})
+	}
 }
 
 // handlePartition applies one partition's fetch result.

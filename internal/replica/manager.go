@@ -50,6 +50,9 @@ type ManagerConfig struct {
 	ReplicaFetchWait             time.Duration // replica.fetch.wait.max.ms
 	ReplicaFetchMaxBytes         int32         // replica.fetch.max.bytes
 	ReplicaFetchResponseMaxBytes int32         // replica.fetch.response.max.bytes
+	// ThrottleRate returns follower.replication.throttled.rate (bytes per
+	// second) for replicas a reassignment is adding; nil or <= 0: none.
+	ThrottleRate func() int64
 }
 
 // Manager owns this node's partition replicas, the group-commit syncer and

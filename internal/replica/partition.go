@@ -84,6 +84,7 @@ type Partition struct {
 
 	// Replication (replication.go, fetcher.go).
 	leading  atomic.Bool
+	adding   atomic.Bool  // a reassignment is adding this replica (throttled)
 	leaderHW atomic.Int64 // follower: the leader's high watermark
 	// flushMu serialises writes to the log that bypass appendMu (the
 	// flusher's) with a follower's truncation.

@@ -60,6 +60,10 @@ type replState struct {
 	epochStart int64
 }
 
+// throttled reports whether this replica is being added by a reassignment,
+// so its fetching honours follower.replication.throttled.rate.
+func (p *Partition) throttled() bool { return p.adding.Load() }
+
 // IsLeader reports whether this replica is the partition's leader.
 func (p *Partition) IsLeader() bool { return p.leading.Load() }
 
@@ -134,6 +138,7 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 	}
 	p.leaderEpoch.Store(mp.LeaderEpoch)
 	p.leading.Store(leading)
+	p.adding.Store(slices.Contains(mp.AddingReplicas, self))
 	if leading && !wasLeading {
 		p.nextOffset = p.log.LogEndOffset()
 	}
