@@ -59,6 +59,8 @@ var codeTable = []struct {
 	{metadata.ErrInvalidReplicas, kerr.InvalidReplicaAssignment},
 	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
 	{metadata.ErrStaleEpoch, kerr.InvalidUpdateVersion},
+	{metadata.ErrQuorumChangePending, kerr.RequestTimedOut},
+	{metadata.ErrInvalidQuorumChange, kerr.InvalidRequest},
 	{metadata.ErrNotLeader, kerr.NotController},
 	{metadata.ErrClosed, kerr.NotController},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
