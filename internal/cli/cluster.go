@@ -33,6 +33,7 @@ func newClusterCmd() *cobra.Command {
 	}
 	cf := addClientFlags(cmd)
 	cmd.AddCommand(newClusterStatusCmd(cf), newClusterBrokersCmd(cf), newClusterPartitionsCmd(cf), newClusterElectCmd(cf))
+	cmd.AddCommand(newClusterQuorumCmd(cf))
 	cmd.AddCommand(newClusterReassignCmd(cf), newClusterReassignmentsCmd(cf))
 	return cmd
 }
