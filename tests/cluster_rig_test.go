@@ -44,7 +44,7 @@ type faultRig struct {
 	h      *tc.History
 	rng    *rand.Rand
 	parts  int32
-	direct map[int32]*kgo.Client
+	direct map[int32]*kgo.Client // by node id; -id: with acks=1
 }
 
 // faultSeed is $BERTH_FAULT_SEED or a new seed, logged for replay.
@@ -299,13 +299,27 @@ func (r *faultRig) finish(l *tc.Load, extra ...func([]tc.Consumed) []string) {
 // node id only, with the given broker-side timeout, and returns the error
 // code (or the request error, e.g. a timeout).
 func (r *faultRig) rawProduceTo(id int32, topicID [16]byte, p int32, timeout time.Duration, values ...string) (int16, error) {
+	code, _, err := r.rawProduceAcks(id, -1, topicID, p, timeout, values...)
+	return code, err
+}
+
+// rawProduceAcks is rawProduceTo with the given acks; it also returns the
+// batch's base offset.
+func (r *faultRig) rawProduceAcks(id int32, acks int16, topicID [16]byte, p int32, timeout time.Duration, values ...string) (int16, int64, error) {
 	cl := r.direct[id]
 	if cl == nil {
 		cl = r.c.Direct(r.t, id, kgo.RequestRetries(0))
 		r.direct[id] = cl
 	}
+	if acks == 1 {
+		// kgo rewrites a produce request's acks to its client's setting.
+		if cl = r.direct[-id]; cl == nil {
+			cl = r.c.Direct(r.t, id, kgo.RequestRetries(0), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+			r.direct[-id] = cl
+		}
+	}
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, int32(timeout.Milliseconds())
+	req.Acks, req.TimeoutMillis = acks, int32(timeout.Milliseconds())
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = faultTopic, topicID
 	rp := kmsg.NewProduceRequestTopicPartition()
@@ -317,9 +331,10 @@ func (r *faultRig) rawProduceTo(id int32, topicID [16]byte, p int32, timeout tim
 	defer cancel()
 	resp, err := tc.DirectRequest(ctx, cl, req)
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
-	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, nil
+	rp0 := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return rp0.ErrorCode, rp0.BaseOffset, nil
 }
 
 // valuesBatch is a v2 record batch (no producer id) of the values, keyed
