@@ -227,6 +227,7 @@ func (m *Manager) closePartition(p *Partition) error {
 		_, _ = p.log.Sync()
 	}
 	p.snapshotProducers(true)
+	p.checkpointHW()
 	p.closed.Store(true)
 	p.notify()
 	return p.log.Close()
@@ -485,7 +486,11 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	if len(mp.Replicas) <= 1 {
 		p.hw.Store(leo)
 	} else {
-		p.hw.Store(l.LogStartOffset())
+		// The checkpointed high watermark, bounded by what the log holds
+		// (hwcheckpoint.go).
+		hw := min(max(readHWCheckpoint(dir), l.LogStartOffset()), leo)
+		p.hw.Store(hw)
+		p.hwCheckpointed.Store(hw)
 	}
 	p.repl.leader = metadata.NoLeader
 	p.nextOffset = leo
@@ -641,6 +646,8 @@ func (m *Manager) syncLoop(ctx context.Context) {
 	}
 	snap := time.NewTicker(time.Minute)
 	defer snap.Stop()
+	hwTick := time.NewTicker(hwCheckpointInterval)
+	defer hwTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -650,6 +657,11 @@ func (m *Manager) syncLoop(ctx context.Context) {
 		case <-snap.C:
 			for _, p := range m.All() {
 				p.snapshotProducers(false)
+			}
+			continue
+		case <-hwTick.C:
+			for _, p := range m.All() {
+				p.checkpointHW()
 			}
 			continue
 		}

@@ -86,6 +86,9 @@ type Partition struct {
 	leading  atomic.Bool
 	adding   atomic.Bool  // a reassignment is adding this replica (throttled)
 	leaderHW atomic.Int64 // follower: the leader's high watermark
+	// hwCheckpointed is the high watermark last written to the
+	// high-watermark checkpoint (hwcheckpoint.go).
+	hwCheckpointed atomic.Int64
 	// flushMu serialises writes to the log that bypass appendMu (the
 	// flusher's) with a follower's truncation.
 	flushMu sync.Mutex
