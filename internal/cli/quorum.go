@@ -394,8 +394,13 @@ func sendToController(ctx context.Context, cl *kgo.Client, adm *kadm.Client, req
 	}
 }
 
-// quorumChangeFailure adds advice to a refused voter change.
+// quorumChangeFailure adds advice to a refused voter change that came
+// without the broker's own explanation (Berth's say what to do).
 func quorumChangeFailure(cf *clientFlags, err error) error {
+	var bm *brokerMessageError
+	if errors.As(err, &bm) {
+		return err
+	}
 	hint := ""
 	switch {
 	case errors.Is(err, kerr.DuplicateVoter):
