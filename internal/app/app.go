@@ -149,6 +149,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 			return rate
 		},
 	})
+	// Subscribe before the first Apply: an image applied after that Apply
+	// and before a later Subscribe would notify nobody, and in a quiet
+	// cluster the partitions would follow stale leaders until the next
+	// metadata change. (If Start fails before the follow loop runs, the
+	// subscription goes with the controller, which Close closes.)
+	ch, unsub := n.ctrl.Subscribe()
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("opening partitions: %w", err)
@@ -187,7 +193,6 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	n.loader = &offsetsLoader{n: n, loaded: map[int32]bool{}}
 	n.loader.reconcile(n.ctrl.Image())
 
-	ch, unsub := n.ctrl.Subscribe()
 	n.unsub = unsub
 	go n.follow(ch)
 
