@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,7 +66,7 @@ The subcommands add and remove voters (see docs/operations.md, "Changing
 voters").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
+			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client) error {
 				s, err := describeQuorum(ctx, cl)
 				if err != nil {
 					return cf.explain(err)
@@ -87,7 +86,7 @@ voters").`,
 // (RemoveRaftVoter carries no timeout of its own, and kgo would otherwise
 // give up on an answer after 10 s) and bounds the whole command by
 // --timeout.
-func withQuorumClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client, *kadm.Client) error) error {
+func withQuorumClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client) error) error {
 	if err := cf.resolve(cmd); err != nil {
 		return err
 	}
@@ -98,7 +97,7 @@ func withQuorumClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Conte
 		return err
 	}
 	defer cl.Close()
-	return fn(ctx, cl, kadm.NewClient(cl))
+	return fn(ctx, cl)
 }
 
 // describeQuorum asks the active controller for the quorum. kgo sends
@@ -265,7 +264,7 @@ not be a majority without the new one.`,
 					return fmt.Errorf("--address %q: %w", address, err)
 				}
 			}
-			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client) error {
 				req := kmsg.NewPtrAddRaftVoterRequest()
 				req.VoterID = id
 				req.TimeoutMillis = int32(min(cf.timeout, time.Duration(1<<31-1)*time.Millisecond).Milliseconds())
@@ -274,7 +273,7 @@ not be a majority without the new one.`,
 					l.Name, l.Host, l.Port = "CONTROLLER", host, port
 					req.Listeners = []kmsg.AddRaftVoterRequestListener{l}
 				}
-				return runQuorumChange(ctx, cmd, cf, cl, adm, req, id, "is now a voter", kerr.DuplicateVoter)
+				return runQuorumChange(ctx, cmd, cf, cl, req, id, "is now a voter", kerr.DuplicateVoter)
 			})
 		},
 	}
@@ -301,10 +300,10 @@ stay up until the removal has applied.`,
 			if err := checkNodeID(cmd, id); err != nil {
 				return err
 			}
-			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withQuorumClient(cmd, cf, func(ctx context.Context, cl *kgo.Client) error {
 				req := kmsg.NewPtrRemoveRaftVoterRequest()
 				req.VoterID = id
-				return runQuorumChange(ctx, cmd, cf, cl, adm, req, id, "is no longer a member of the quorum", kerr.VoterNotFound)
+				return runQuorumChange(ctx, cmd, cf, cl, req, id, "is no longer a member of the quorum", kerr.VoterNotFound)
 			})
 		},
 	}
@@ -341,9 +340,9 @@ func parseHostPort(s string) (string, uint16, error) {
 // runQuorumChange sends a voter change to the active controller and
 // prints the outcome. done is the code that, on a repeated attempt, means
 // an earlier attempt whose answer was lost already made the change.
-func runQuorumChange(ctx context.Context, cmd *cobra.Command, cf *clientFlags, cl *kgo.Client, adm *kadm.Client,
+func runQuorumChange(ctx context.Context, cmd *cobra.Command, cf *clientFlags, cl *kgo.Client,
 	req kmsg.Request, id int32, what string, done *kerr.Error) error {
-	code, msg, attempts, err := sendToController(ctx, cl, adm, req)
+	code, msg, attempts, err := sendToController(ctx, cl, req)
 	if err != nil {
 		return cf.explain(err)
 	}
@@ -361,15 +360,19 @@ func runQuorumChange(ctx context.Context, cmd *cobra.Command, cf *clientFlags, c
 // sendToController sends req to the active controller named by the
 // cluster's metadata, asking again (after a fresh metadata request) while
 // the answer is NOT_CONTROLLER, until ctx ends. It returns the response's
-// error code and message and how many attempts it took.
-func sendToController(ctx context.Context, cl *kgo.Client, adm *kadm.Client, req kmsg.Request) (int16, *string, int, error) {
+// error code and message and how many attempts it took. The metadata is
+// requested directly: kadm's BrokerMetadata may answer from kgo's cache,
+// which keeps naming a controller that has handed its role over.
+func sendToController(ctx context.Context, cl *kgo.Client, req kmsg.Request) (int16, *string, int, error) {
 	for attempt := 1; ; attempt++ {
-		md, err := adm.BrokerMetadata(ctx)
+		mreq := kmsg.NewPtrMetadataRequest()
+		mreq.Topics = []kmsg.MetadataRequestTopic{}
+		md, err := mreq.RequestWith(ctx, cl)
 		if err != nil {
 			return 0, nil, attempt, err
 		}
-		if md.Controller >= 0 {
-			kr, err := cl.Broker(int(md.Controller)).Request(ctx, req)
+		if md.ControllerID >= 0 {
+			kr, err := cl.Broker(int(md.ControllerID)).Request(ctx, req)
 			if err != nil {
 				return 0, nil, attempt, err
 			}

@@ -121,7 +121,8 @@ func TestClusterQuorumSingleNode(t *testing.T) {
 // On three real nodes, through the Kafka APIs and the commands: the quorum
 // shows three voters; followers refuse and point at the controller; a
 // stopped voter is removed (two voters, metadata still commits); a fresh
-// node under its id joins as an observer and is promoted (three voters).
+// node under its id joins as an observer and is promoted (three voters);
+// removing the active controller hands its role over first.
 func TestClusterQuorumRemoveAndAddVoter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of berth processes")
@@ -250,5 +251,45 @@ func TestClusterQuorumRemoveAndAddVoter(t *testing.T) {
 	}
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "after-add"); err != nil || r.Err != nil {
 		t.Fatalf("creating a topic with three voters: %v %v", err, r.Err)
+	}
+
+	// Removing the active controller: it hands its role over, and the new
+	// controller removes it; the command follows the hand-over.
+	s = quorum()
+	old := s.Leader
+	rv := kmsg.NewPtrRemoveRaftVoterRequest()
+	rv.VoterID = old
+	var follower int32
+	for _, id := range c.IDs() {
+		if id != old && id != victim {
+			follower = id
+		}
+	}
+	kr, err = testcluster.DirectRequest(ctx, c.Direct(t, follower), rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kr.(*kmsg.RemoveRaftVoterResponse); r.ErrorCode != kerr.NotController.Code {
+		t.Fatalf("RemoveRaftVoter on follower %d: code %d, want NOT_CONTROLLER", follower, r.ErrorCode)
+	}
+	out, stderr, err := runCLI(t, "", "cluster", "quorum", "remove-voter", "--node-id", fmt.Sprint(old), "-b", bootstrap)
+	if err != nil || !strings.Contains(out, "is no longer a member") {
+		t.Fatalf("remove-voter %d (the active controller): %v\n%s%s", old, err, out, stderr)
+	}
+	s = quorum()
+	if _, ok := roles(s)[old]; ok || s.Voters != 2 || s.Leader == old || s.Leader < 0 {
+		t.Fatalf("after removing the active controller %d: %+v", old, s)
+	}
+	// A removed node that keeps running no longer sees the metadata log
+	// commit (docs/operations.md: stop it, then remove it); stop it now.
+	if old == victim {
+		if err := fresh.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		c.Stop(old)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "after-leader-removed"); err != nil || r.Err != nil {
+		t.Fatalf("creating a topic after removing the active controller: %v %v", err, r.Err)
 	}
 }
