@@ -97,6 +97,13 @@ func TestClusterTwoOfThreeDown(t *testing.T) {
 	// Nothing is acknowledged any more. An ack may still arrive for a
 	// write the dead broker had already fetched, so answers within
 	// 500 ms of the kill are allowed; then watch for 5 s.
+	// The partitions the dead nodes led keep them as leaders: without a
+	// quorum no election happens, so they have no reachable leader.
+	for p, s := range r.state(a) {
+		if !slices.Contains(survivorLeads, p) && s.Leader != b && s.Leader != c {
+			r.h.Fail(t, r.c.Dir, "partition %d led by %d with nodes %d and %d down and no quorum", p, s.Leader, b, c)
+		}
+	}
 	tid := r.topicID(a)
 	for i, p := range survivorLeads {
 		v := fmt.Sprintf("probe%d-1", i+1) // a key of its own

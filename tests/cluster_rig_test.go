@@ -252,7 +252,8 @@ func (r *faultRig) finish(l *tc.Load, extra ...func([]tc.Consumed) []string) {
 	}
 	adm := kadm.NewClient(tc.Client(r.t, r.c.Addrs()[0], kgo.SeedBrokers(r.c.Addrs()...)))
 	ends := map[int32]int64{}
-	deadline := time.Now().Add(20 * time.Second)
+	waitStart := time.Now()
+	deadline := waitStart.Add(20 * time.Second)
 	for {
 		lo, err := adm.ListEndOffsets(ctxT(r.t, 5*time.Second), faultTopic)
 		if err == nil {
@@ -273,7 +274,7 @@ func (r *faultRig) finish(l *tc.Load, extra ...func([]tc.Consumed) []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	r.h.Fault("reading back up to %v (acknowledged up to %v)", ends, ackedEnd)
+	r.h.Fault("reading back up to %v (acknowledged up to %v; waited %v)", ends, ackedEnd, time.Since(waitStart).Round(time.Millisecond))
 	got, err := tc.ConsumeTo(ctx, r.c.Addrs(), faultTopic, ends)
 	if err != nil {
 		r.h.Fail(r.t, r.c.Dir, "reading back: %v", err)
