@@ -130,18 +130,25 @@ func loadCluster(ctx context.Context, adm *kadm.Client) (clusterView, error) {
 	return v, nil
 }
 
+// withClusterView runs fn with the cluster's current view (one Metadata
+// request) and the command's output.
+func withClusterView(cmd *cobra.Command, cf *clientFlags, fn func(v clusterView, out io.Writer) error) error {
+	return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+		v, err := loadCluster(ctx, adm)
+		if err != nil {
+			return cf.explain(err)
+		}
+		return fn(v, cmd.OutOrStdout())
+	})
+}
+
 func newClusterStatusCmd(cf *clientFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Summarise the cluster: controller, brokers, under-replicated and offline partitions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
-				v, err := loadCluster(ctx, adm)
-				if err != nil {
-					return cf.explain(err)
-				}
-				out := cmd.OutOrStdout()
+			return withClusterView(cmd, cf, func(v clusterView, out io.Writer) error {
 				if cf.json {
 					return writeJSON(out, v.status)
 				}
@@ -176,12 +183,7 @@ func newClusterBrokersCmd(cf *clientFlags) *cobra.Command {
 		Short: "List the brokers with their racks and how many leaders and replicas each holds",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
-				v, err := loadCluster(ctx, adm)
-				if err != nil {
-					return cf.explain(err)
-				}
-				out := cmd.OutOrStdout()
+			return withClusterView(cmd, cf, func(v clusterView, out io.Writer) error {
 				if cf.json {
 					return writeJSON(out, v.brokers)
 				}
@@ -211,11 +213,7 @@ func newClusterPartitionsCmd(cf *clientFlags) *cobra.Command {
 		Short: "List partitions with their leader, replicas and in-sync replicas",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
-				v, err := loadCluster(ctx, adm)
-				if err != nil {
-					return cf.explain(err)
-				}
+			return withClusterView(cmd, cf, func(v clusterView, out io.Writer) error {
 				ps := v.partitions[:0:0]
 				for _, p := range v.partitions {
 					if unhealthy && p.State == "ok" || len(topics) > 0 && !slices.Contains(topics, p.Topic) {
@@ -223,7 +221,6 @@ func newClusterPartitionsCmd(cf *clientFlags) *cobra.Command {
 					}
 					ps = append(ps, p)
 				}
-				out := cmd.OutOrStdout()
 				if cf.json {
 					return writeJSON(out, ps)
 				}

@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -550,6 +551,37 @@ func TestTruncateBelowLogStart(t *testing.T) {
 	l = openT(t, dir, testConfig(), Options{})
 	if l.LogStartOffset() != 30 || l.LogEndOffset() != 31 {
 		t.Fatalf("reopened start %d LEO %d", l.LogStartOffset(), l.LogEndOffset())
+	}
+}
+
+// Reset starts an empty log at an offset beyond the log end (a follower
+// far behind its leader's log start), durably: a crash right after keeps
+// the new start, and appends continue from there.
+func TestReset(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, testConfig(), Options{})
+	for range 10 {
+		appendT(t, l, simpleBatch(3, 200, 1), 1)
+	}
+	if err := l.Reset(1000); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1000 || l.Size() != 0 || l.LatestEpoch() != -1 {
+		t.Fatalf("after reset: start %d LEO %d size %d epoch %d", l.LogStartOffset(), l.LogEndOffset(), l.Size(), l.LatestEpoch())
+	}
+	b := simpleBatch(2, 100, 1)
+	binary.BigEndian.PutUint64(b, 1000) // a follower's batch keeps the leader's offsets
+	binary.BigEndian.PutUint32(b[12:], 7)
+	if _, err := l.AppendWithOffsets(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	crash(l)
+	l = openT(t, dir, testConfig(), Options{})
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1002 || l.LatestEpoch() != 7 {
+		t.Fatalf("after restart: start %d LEO %d epoch %d", l.LogStartOffset(), l.LogEndOffset(), l.LatestEpoch())
 	}
 }
 

@@ -156,7 +156,15 @@ func (l *Log) largestTimestamp(s *segment) int64 {
 // it becomes offset. An offset below the log start offset empties the log
 // and starts it at offset. The truncation and checkpoints are fsynced
 // before Truncate returns.
-func (l *Log) Truncate(offset int64) error {
+func (l *Log) Truncate(offset int64) error { return l.cut(offset, false) }
+
+// Reset deletes every segment and starts an empty log at offset, which
+// may be beyond the log end offset (a follower that fell behind its
+// leader's log start). Like Truncate, it is durable when it returns.
+func (l *Log) Reset(offset int64) error { return l.cut(offset, true) }
+
+// cut is Truncate, or Reset when reset is set.
+func (l *Log) cut(offset int64, reset bool) error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()
@@ -165,16 +173,16 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	if offset < 0 {
-		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+		return fmt.Errorf("%w: cut the log at %d", ErrOffsetOutOfRange, offset)
 	}
-	if offset >= l.leo.Load() {
+	if !reset && offset >= l.leo.Load() {
 		return nil
 	}
 	l.truncGen.Add(1) // odd: readers wait or retry
 	defer l.truncGen.Add(1)
 
 	var err error
-	if offset < l.logStart.Load() {
+	if reset || offset < l.logStart.Load() {
 		err = l.truncateFullyLocked(offset)
 	} else {
 		err = l.truncateLocked(offset)
@@ -184,8 +192,8 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	leo := l.leo.Load()
-	if l.durable.Load() > leo {
-		l.durable.Store(leo)
+	if reset || l.durable.Load() > leo {
+		l.durable.Store(leo) // after a reset, the empty log is durable
 	}
 	if err := l.cleanerTruncatedLocked(leo); err != nil {
 		return err
@@ -194,53 +202,13 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.persistEpochsLocked(); err != nil {
 		return err
 	}
-	if l.rp > leo {
+	if l.rp > leo || l.rp < l.logStart.Load() {
 		if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {
 			return err
 		}
 		l.rp = leo
 	}
 	l.dropStaleProducerSnapshot(leo)
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return err
-	}
-	l.dirDirty = false
-	return nil
-}
-
-// Reset deletes every segment and starts an empty log at offset, which
-// may be beyond the log end offset (a follower that fell behind its
-// leader's log start). Like Truncate, it is durable when it returns.
-func (l *Log) Reset(offset int64) error {
-	l.ckptMu.Lock()
-	defer l.ckptMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
-		return err
-	}
-	if offset < 0 {
-		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
-	}
-	l.truncGen.Add(1) // odd: readers wait or retry
-	defer l.truncGen.Add(1)
-	if err := l.truncateFullyLocked(offset); err != nil {
-		l.fail(err)
-		return err
-	}
-	l.durable.Store(offset)
-	if err := l.cleanerTruncatedLocked(offset); err != nil {
-		return err
-	}
-	l.epochs.truncateFromEnd(offset)
-	if err := l.persistEpochsLocked(); err != nil {
-		return err
-	}
-	if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), offset); err != nil {
-		return err
-	}
-	l.rp = offset
-	l.dropStaleProducerSnapshot(offset)
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}

@@ -130,8 +130,8 @@ func (c *testCluster) startBroker(b *testBroker) {
 			}
 			return tc
 		},
-		Logger:           quietLogger(),
-		ReplicaLagMax:    c.lagMax,
+		Logger:        quietLogger(),
+		ReplicaLagMax: c.lagMax,
 		ThrottleRate: func() int64 {
 			v, _ := strconv.ParseInt(c.ctrl.Image().BrokerConfigs["follower.replication.throttled.rate"], 10, 64)
 			return v

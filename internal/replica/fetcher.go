@@ -569,31 +569,33 @@ func (p *Partition) followerHW() {
 
 // truncateTo cuts a follower's log at off (its divergent suffix).
 func (p *Partition) truncateTo(off int64) error {
-	p.flushMu.Lock()
-	defer p.flushMu.Unlock()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.leading.Load() {
-		return ErrNotFollower
-	}
-	if off >= p.log.LogEndOffset() {
+	return p.cutLog(func() error {
+		if off >= p.log.LogEndOffset() {
+			return nil
+		}
+		p.logg.Info("follower: truncating divergent log suffix", "topic", p.Topic, "partition", p.Index,
+			"from", p.log.LogEndOffset(), "to", off)
+		if err := p.log.Truncate(off); err != nil {
+			return fmt.Errorf("truncating %s-%d to %d: %w", p.Topic, p.Index, off, err)
+		}
 		return nil
-	}
-	p.genMu.Lock()
-	p.gen.Add(1)
-	p.genMu.Unlock()
-	p.logg.Info("follower: truncating divergent log suffix", "topic", p.Topic, "partition", p.Index,
-		"from", p.log.LogEndOffset(), "to", off)
-	if err := p.log.Truncate(off); err != nil {
-		return fmt.Errorf("truncating %s-%d to %d: %w", p.Topic, p.Index, off, err)
-	}
-	p.afterTruncate()
-	return nil
+	})
 }
 
 // resetTo empties a follower's log and starts it at off (the leader's log
 // start offset, when the follower fell behind retention).
 func (p *Partition) resetTo(off int64) error {
+	return p.cutLog(func() error {
+		p.logg.Info("follower: behind the leader's log start; restarting the log", "topic", p.Topic, "partition", p.Index, "at", off)
+		return p.log.Reset(off)
+	})
+}
+
+// cutLog runs cut, which shrinks a follower's log, with the flusher and
+// the append path stopped and the staging generation bumped (so a sync in
+// flight does not move the high watermark past the cut), then fixes the
+// offsets and producer state.
+func (p *Partition) cutLog(cut func() error) error {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
@@ -604,11 +606,13 @@ func (p *Partition) resetTo(off int64) error {
 	p.genMu.Lock()
 	p.gen.Add(1)
 	p.genMu.Unlock()
-	p.logg.Info("follower: behind the leader's log start; restarting the log", "topic", p.Topic, "partition", p.Index, "at", off)
-	if err := p.log.Reset(off); err != nil {
+	start, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if err := cut(); err != nil {
 		return err
 	}
-	p.afterTruncate()
+	if p.log.LogStartOffset() != start || p.log.LogEndOffset() != end {
+		p.afterTruncate()
+	}
 	return nil
 }
 
