@@ -22,6 +22,28 @@ import (
 // watermark and returns value → offset.
 func (r *faultRig) readPartition0() map[string]int64 {
 	r.t.Helper()
+	// A new leader's high watermark can trail the old one's until its
+	// followers fetch; with no producer running it reaches the log end
+	// once they have, so wait for that before reading.
+	r.waitFor(20*time.Second, "partition 0's high watermark at its log end on the leader", func() error {
+		s, _, err := r.meta(4, faultTopic)
+		if err != nil {
+			return err
+		}
+		id := s[0].Leader
+		if id < 0 {
+			return fmt.Errorf("no leader")
+		}
+		hw, err := r.metric(id, fmt.Sprintf(`berth_partition_high_watermark{partition="0",topic="%s"}`, faultTopic))
+		if err != nil {
+			return err
+		}
+		leo, err := r.metric(id, fmt.Sprintf(`berth_partition_log_end_offset{partition="0",topic="%s"}`, faultTopic))
+		if err == nil && hw != leo {
+			err = fmt.Errorf("leader %d: high watermark %v, log end %v", id, hw, leo)
+		}
+		return err
+	})
 	var end int64
 	r.waitFor(20*time.Second, "partition 0's end offset", func() error {
 		adm := kadm.NewClient(tc.Client(r.t, r.c.Addrs()[0], kgo.SeedBrokers(r.c.Addrs()...)))
