@@ -30,8 +30,11 @@ type Controller struct {
 	log *slog.Logger
 
 	image  atomic.Pointer[Image]
-	leader atomic.Uint64 // raft id of the known leader, 0 = none
+	leader atomic.Uint64 // raft id of the known leader, 0 = none (or removed)
 	nextID atomic.Uint64 // proposal ids
+	// removedAt is the index of the applied configuration change that
+	// removed this node while it ran, 0 while it is a member (or joining).
+	removedAt atomic.Uint64
 
 	subMu sync.Mutex
 	subs  map[*subscription]struct{}
@@ -79,9 +82,28 @@ type Controller struct {
 	running     bool              // run has started
 	confIndex   uint64            // index of the last applied conf change
 	snapWanted  bool              // raft asked for a snapshot newer than snapIndex
-	removed     bool              // applied a change removing this node (since Open)
-	answers     []answer          // results to send once the Ready is handled
+	removed     bool              // applied a change removing this node (reset by Open)
+	removedIdx  uint64            // index of that change
+	staleLogged time.Time         // last "image is stale" warning
+	leadLostAt  uint64            // tick when the leader was last lost (lead became 0)
+	probing     bool              // leaderless long enough to ask whether it is still a member
+	parting     map[uint64]parting
+	statusDirty bool     // publishStatus is due at the end of the Ready
+	answers     []answer // results to send once the Ready is handled
 }
+
+// parting is the address of a member just removed, kept in the
+// Transport's peers for partingTicks so that the messages already queued
+// to it (the commit index that tells it about its own removal) are sent
+// rather than dropped with its connection.
+type parting struct {
+	addr  string
+	until uint64 // tick
+}
+
+// partingTicks is how long a removed member's address stays with the
+// Transport.
+const partingTicks = 2 * ElectionTicks
 
 // raftStorage is the MemoryStorage Raft reads, except that it withholds a
 // snapshot older than the last applied configuration change and has the
@@ -148,6 +170,7 @@ func Open(cfg Config) (*Controller, error) {
 
 		lastHeard: map[uint64]time.Time{},
 		joinAt:    map[uint64]uint64{},
+		parting:   map[uint64]parting{},
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
@@ -184,6 +207,12 @@ func Open(cfg Config) (*Controller, error) {
 		c.wal.close()
 		return nil, err
 	}
+	// A node that finds its own removal in its log asks to rejoin as an
+	// observer (announce), like any node that is not a member; only a
+	// removal applied while running keeps it out (quorum.go).
+	c.removed, c.removedIdx = false, 0
+	c.removedAt.Store(0)
+	c.publishLeader()
 	if got := c.Image().ClusterID; cfg.ClusterID != "" && got != "" && got != cfg.ClusterID {
 		c.wal.close()
 		return nil, fmt.Errorf("%w: configured %q, metadata log has %q", ErrClusterIDMismatch, cfg.ClusterID, got)
@@ -313,12 +342,24 @@ func (c *Controller) Close() error {
 func (c *Controller) Image() *Image { return c.image.Load() }
 
 // Leader returns the Raft id of the current leader as far as this node
-// knows, or 0.
+// knows, or 0; always 0 on a node removed from the quorum (Removed), which
+// no longer hears from the leader.
 func (c *Controller) Leader() uint64 { return c.leader.Load() }
 
 // IsLeader reports whether this node is the Raft leader, i.e. the active
 // controller that accepts proposals.
-func (c *Controller) IsLeader() bool { return c.leader.Load() == c.cfg.NodeID }
+func (c *Controller) IsLeader() bool { l := c.leader.Load(); return l != 0 && l == c.cfg.NodeID }
+
+// Removed returns an error wrapping ErrRemoved (and so ErrNotLeader) when
+// this node was removed from the metadata quorum while it ran, and nil
+// otherwise. A removed node's image no longer advances; the error says
+// how to bring the node back.
+func (c *Controller) Removed() error {
+	if idx := c.removedAt.Load(); idx != 0 {
+		return c.removedError(idx)
+	}
+	return nil
+}
 
 // Step hands a Raft message received from a peer to the loop; it is the
 // receiving end of a Transport. A one-voter cluster never receives any.
@@ -337,7 +378,9 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 // this node. Any member may propose: a follower forwards the entry to the
 // leader. The batch applies atomically; the returned error is the apply
 // error (e.g. ErrTopicExists), ErrProposalDropped, ErrNotLeader (not
-// started), ErrClosed or ctx's error. While no leader is known Propose
+// started), ErrRemoved (this node is no longer a member of the quorum;
+// errors.Is(err, ErrNotLeader) holds), ErrClosed or ctx's error. While no
+// leader is known Propose
 // waits for one (until ctx ends). After a ctx error or ErrProposalDropped
 // the outcome is unknown: the entry may still apply, so retry with that in
 // mind (a repeated create gets ErrTopicExists).
@@ -383,6 +426,9 @@ func (c *Controller) submitOnce(ctx context.Context, p *proposal) (Result, error
 		return Result{}, ErrClosed
 	case !started:
 		return Result{}, fmt.Errorf("%w: controller not started", ErrNotLeader)
+	}
+	if err := c.Removed(); err != nil {
+		return Result{}, err
 	}
 	p.done = make(chan proposalResult, 1)
 	select {
@@ -486,6 +532,9 @@ func (c *Controller) run() {
 			c.onTick()
 		case m := <-c.recvc:
 			c.lastHeard[m.GetFrom()] = time.Now()
+			if c.refuseForwarded(m) {
+				break
+			}
 			if err := c.rn.Step(m); err != nil {
 				c.log.Debug("metadata: dropped raft message", "type", m.GetType(), "from", m.GetFrom(), "err", err)
 			}
@@ -512,6 +561,10 @@ func (c *Controller) run() {
 // follower Raft forwards it to the leader; with no leader known it is
 // refused at once (errNoLeader, which submit retries).
 func (c *Controller) proposeLocked(p *proposal) {
+	if c.removed {
+		p.done <- proposalResult{err: c.removedError(c.removedIdx)}
+		return
+	}
 	var err error
 	if p.cc != nil {
 		var skip bool
@@ -584,8 +637,19 @@ func (c *Controller) onTick() {
 	if c.ticks%ElectionTicks == 0 {
 		c.announce()
 	}
+	c.expireParting()
+	if c.removed && time.Since(c.staleLogged) >= staleLogEvery {
+		c.staleLogged = time.Now()
+		c.log.Warn("metadata: this node is not a member of the metadata quorum: its metadata image is stale and proposals fail",
+			"node", NodeID(c.cfg.NodeID), "removed_at", c.removedIdx, "applied", c.Image().Index,
+			"fix", c.removedAdvice())
+	}
 	c.publishStatus()
 }
+
+// staleLogEvery is how often a removed node repeats that its image is
+// stale.
+const staleLogEvery = time.Minute
 
 // trackAppended notes where this node's waiting proposals land in the
 // local log, and fails those whose entry was overwritten (a new leader
@@ -639,12 +703,13 @@ func (c *Controller) failWaiters(err error) {
 // entries and HardState (synced when MustSync), send messages, apply
 // committed entries, Advance. Then it snapshots when due.
 func (c *Controller) handleReady(rd raft.Ready) error {
+	removed := c.removed
 	if rd.SoftState != nil {
-		c.leader.Store(rd.SoftState.Lead)
 		c.isLeader = rd.SoftState.RaftState == raft.StateLeader
 		if rd.SoftState.Lead != c.lead {
 			c.leaderChanged(rd.SoftState.Lead)
 		}
+		c.statusDirty = true
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := c.installSnapshot(rd.Snapshot); err != nil {
@@ -680,6 +745,15 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 		changed = changed || ch
 	}
 	c.rn.Advance(rd)
+	if c.removed != removed {
+		c.membershipChanged()
+	}
+	if c.statusDirty {
+		// Status first: whoever sees the new leader sees the new status.
+		c.statusDirty = false
+		c.publishStatus()
+		c.publishLeader()
+	}
 	if changed {
 		c.notify()
 	}
@@ -808,6 +882,10 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
 	c.appliedTerm = snap.GetMetadata().GetTerm()
 	c.image.Store(im)
+	if c.removed && (c.isVoter(c.cfg.NodeID) || c.isLearner(c.cfg.NodeID)) {
+		c.removed, c.removedIdx = false, 0 // added back since
+	}
+	c.statusDirty = true
 	for idx, id := range c.seen {
 		if idx <= c.snapIndex {
 			delete(c.seen, idx)

@@ -44,6 +44,12 @@ var (
 	// errors.Is(err, ErrNotLeader) also holds, so the Kafka edge answers
 	// the retriable NOT_CONTROLLER.
 	ErrProposalDropped error = &derivedError{"metadata: proposal dropped before it committed (leader change); outcome unknown, retry", ErrNotLeader}
+	// ErrRemoved: this node is no longer a member of the metadata quorum
+	// (it applied, or received in a snapshot, a configuration without
+	// it), so it cannot propose and its image no longer advances. The
+	// message says how to bring it back. errors.Is(err, ErrNotLeader) also
+	// holds, so the Kafka edge answers NOT_CONTROLLER.
+	ErrRemoved error = &derivedError{"metadata: this node was removed from the metadata quorum", ErrNotLeader}
 	// ErrInvalidQuorumChange: a voter or observer change that the current
 	// quorum configuration does not allow (the message says why).
 	ErrInvalidQuorumChange = errors.New("metadata: invalid quorum change")

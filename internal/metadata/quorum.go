@@ -34,6 +34,22 @@ import (
 // changes are operator decisions (AddVoter, PromoteLearner, RemoveMember),
 // one at a time: a change is refused while another is in the log and not
 // yet applied.
+//
+// Removal. A node that applies its own removal while it runs stays out:
+// it steps down if it led, Leader reports no leader, Propose fails with
+// ErrRemoved, and it warns every minute that its image is stale, until an
+// operator adds it back (AddVoter with its address) or restarts it. A
+// node that starts and finds its removal in its log asks to rejoin as an
+// observer, as above (KIP-853: a removed voter may continue as an
+// observer). A voter that was down while it was removed starts believing
+// it is a voter, and no leader talks to it (it is not in the leader's
+// progress); after two election timeouts without a leader it sends
+// JoinRequests too (probing), the leader adds it as an observer, and it
+// catches up through its removal and re-addition. Meanwhile it cannot
+// commit anything (a removal committed on a majority of the old voters
+// denies it their votes) and the leader refuses proposals forwarded by
+// non-members (refuseForwarded), since their proposer would never see them
+// commit.
 
 // confContext is the JSON Context of Berth's configuration changes:
 //
@@ -213,10 +229,93 @@ func (c *Controller) peerAddrs() map[uint64]string {
 	for _, v := range c.cfg.Voters {
 		m[v.ID] = v.Addr
 	}
+	for id, p := range c.parting {
+		m[id] = p.addr
+	}
 	for id, a := range c.Image().Controllers {
 		m[RaftID(id)] = a
 	}
 	return m
+}
+
+// expireParting forgets removed members' addresses after partingTicks.
+// Loop only.
+func (c *Controller) expireParting() {
+	n := len(c.parting)
+	maps.DeleteFunc(c.parting, func(_ uint64, p parting) bool { return c.ticks >= p.until })
+	if len(c.parting) != n {
+		c.updatePeers()
+	}
+}
+
+// membershipChanged runs at the end of a Ready that removed this node, or
+// added it back, while it runs: it publishes the state, fails the waiting
+// proposals (their outcome is unknown: this node will not see them
+// commit) and says so loudly. Loop only.
+func (c *Controller) membershipChanged() {
+	c.statusDirty = true
+	if !c.removed {
+		c.removedAt.Store(0)
+		if c.running {
+			c.log.Warn("metadata: this node is a member of the metadata quorum again", "node", NodeID(c.cfg.NodeID),
+				"voter", c.isVoter(c.cfg.NodeID), "index", c.Image().Index)
+		}
+		return
+	}
+	c.removedAt.Store(c.removedIdx)
+	if !c.running {
+		return
+	}
+	c.staleLogged = time.Now()
+	c.log.Error("metadata: this node was removed from the metadata quorum: it no longer receives metadata changes, "+
+		"its metadata image is stale from now on and its proposals fail", "node", NodeID(c.cfg.NodeID),
+		"index", c.removedIdx, "fix", c.removedAdvice())
+	err := fmt.Errorf("%w; the proposal may still commit (outcome unknown)", c.removedError(c.removedIdx))
+	for id := range c.waiters {
+		c.finish(id, proposalResult{err: err})
+	}
+}
+
+// publishLeader publishes the leader Leader and IsLeader report: none on a
+// removed node, whose Raft still names the leader it last followed. Loop
+// only.
+func (c *Controller) publishLeader() {
+	if c.removed {
+		c.leader.Store(0)
+	} else {
+		c.leader.Store(c.lead)
+	}
+}
+
+// removedError is ErrRemoved with the index of the removal and the advice.
+func (c *Controller) removedError(idx uint64) error {
+	return fmt.Errorf("%w at index %d: node %d no longer receives metadata changes; %s",
+		ErrRemoved, idx, NodeID(c.cfg.NodeID), c.removedAdvice())
+}
+
+func (c *Controller) removedAdvice() string {
+	n, addr := NodeID(c.cfg.NodeID), c.cfg.Addr
+	if addr == "" {
+		addr = "HOST:PORT"
+	}
+	return fmt.Sprintf("to add it back as a voter run `berth cluster quorum add-voter --node-id %d --address %s`; "+
+		"or restart it and it rejoins as an observer (or stop it for good)", n, addr)
+}
+
+// refuseForwarded drops, on a leader whose configuration is current (it
+// applied an entry of its term), a proposal forwarded by a node that is
+// not a member: a removed node that does not know it yet would never see
+// its entry commit, so its caller would retry an entry that did apply.
+// Loop only.
+func (c *Controller) refuseForwarded(m *pb.Message) bool {
+	from := m.GetFrom()
+	if m.GetType() != pb.MsgProp || !c.isLeader || from == c.cfg.NodeID || c.isVoter(from) || c.isLearner(from) ||
+		c.appliedTerm != c.hs.GetTerm() {
+		return false
+	}
+	c.log.Warn("metadata: refused a proposal forwarded by a node that is not a member of the quorum",
+		"node", NodeID(from), "entries", len(m.GetEntries()))
+	return true
 }
 
 // updatePeers gives the Transport the current addresses when they changed.
@@ -259,16 +358,24 @@ func (c *Controller) applyConfEntry(e *pb.Entry) (bool, error) {
 	changed := false
 	if err == nil {
 		c.confState, c.confIndex = cs, idx
+		c.statusDirty = true
 		if ctrls := nextControllers(im.Controllers, cci.AsV2(), cctx.Addr); !maps.Equal(ctrls, im.Controllers) {
 			next.Controllers, changed = ctrls, true
 		}
 		for _, ch := range cci.AsV2().GetChanges() {
-			if ch.GetNodeId() == c.cfg.NodeID {
+			id := ch.GetNodeId()
+			switch {
+			case id == c.cfg.NodeID:
 				c.removed = ch.GetType() == pb.ConfChangeRemoveNode
+				c.removedIdx = 0
+				if c.removed {
+					c.removedIdx = idx
+				}
+			case ch.GetType() == pb.ConfChangeRemoveNode && im.Controllers[NodeID(id)] != "":
+				c.parting[id] = parting{addr: im.Controllers[NodeID(id)], until: c.ticks + partingTicks}
+			default:
+				delete(c.parting, id)
 			}
-		}
-		if c.removed && c.running {
-			c.log.Warn("metadata: this node was removed from the metadata quorum; it will not ask to rejoin until restarted")
 		}
 		if c.running {
 			c.log.Info("metadata: quorum configuration changed", "index", idx,
@@ -328,8 +435,15 @@ func (c *Controller) announce() {
 	if len(c.cfg.Voters) == 0 || c.cfg.Addr == "" || c.removed {
 		return
 	}
-	if (c.isVoter(self) || c.isLearner(self)) && c.Image().Controllers[NodeID(self)] == c.cfg.Addr {
+	leaderless := c.lead == raft.None && c.ticks-c.leadLostAt >= 2*ElectionTicks
+	if (c.isVoter(self) || c.isLearner(self)) && c.Image().Controllers[NodeID(self)] == c.cfg.Addr && !leaderless {
 		return
+	}
+	if leaderless && !c.probing {
+		c.probing = true
+		c.log.Warn("metadata: no active controller for two election timeouts; asking the quorum to add this node "+
+			"(a node removed while it was down rejoins as an observer; a member is left as it is)",
+			"node", NodeID(self), "applied", c.Image().Index)
 	}
 	req := JoinRequest{ID: self, Addr: c.cfg.Addr}
 	if c.isLeader {
@@ -597,6 +711,10 @@ func (c *Controller) changeQuorum(ctx context.Context, typ pb.ConfChangeType, id
 // their index applies. Loop only.
 func (c *Controller) leaderChanged(lead uint64) {
 	c.lead = lead
+	if lead == raft.None {
+		c.leadLostAt = c.ticks
+	}
+	c.probing = false
 	for id, p := range c.waiters {
 		if p.index == 0 {
 			c.dropped(id, "the leader changed before it reached the log")
@@ -667,12 +785,18 @@ func (r receiver) ReportSnapshot(id uint64, st raft.SnapshotStatus) {
 func (r receiver) Join(req JoinRequest) { r.c.queueReport(report{kind: reportJoin, join: req}) }
 
 // QuorumStatus describes the metadata quorum as one node sees it,
-// refreshed every Raft tick (TickInterval).
+// refreshed every Raft tick (TickInterval), and at once when a
+// configuration change applies, leadership changes or a snapshot is
+// installed: a caller whose AddVoter, RemoveMember or TransferLeadership
+// returned sees the change.
 type QuorumStatus struct {
 	// Leader is the node id of the active controller, -1 when none is
-	// known; Term its Raft term.
+	// known (always on a removed node); Term its Raft term.
 	Leader int32
 	Term   uint64
+	// Removed: this node was removed from the quorum while it ran (see
+	// Controller.Removed); Members is the last configuration it applied.
+	Removed bool
 	// Committed and Applied are this node's commit index and the index of
 	// the last entry it applied.
 	Committed, Applied uint64
@@ -726,8 +850,9 @@ func (c *Controller) Quorum() QuorumStatus {
 // loop runs) only.
 func (c *Controller) publishStatus() {
 	st := c.rn.BasicStatus()
-	s := &QuorumStatus{Leader: -1, Term: st.GetTerm(), Committed: st.GetCommit(), Applied: c.Image().Index, IsLeader: c.isLeader}
-	if st.Lead != raft.None {
+	s := &QuorumStatus{Leader: -1, Term: st.GetTerm(), Committed: st.GetCommit(), Applied: c.Image().Index, IsLeader: c.isLeader,
+		Removed: c.removed}
+	if st.Lead != raft.None && !c.removed {
 		s.Leader = NodeID(st.Lead)
 	}
 	var progress map[uint64]tracker.Progress
