@@ -348,7 +348,7 @@ func (c *Controller) Leader() uint64 { return c.leader.Load() }
 
 // IsLeader reports whether this node is the Raft leader, i.e. the active
 // controller that accepts proposals.
-func (c *Controller) IsLeader() bool { l := c.leader.Load(); return l != 0 && l == c.cfg.NodeID }
+func (c *Controller) IsLeader() bool { return c.leader.Load() == c.cfg.NodeID }
 
 // Removed returns an error wrapping ErrRemoved (and so ErrNotLeader) when
 // this node was removed from the metadata quorum while it ran, and nil
@@ -380,10 +380,10 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 // error (e.g. ErrTopicExists), ErrProposalDropped, ErrNotLeader (not
 // started), ErrRemoved (this node is no longer a member of the quorum;
 // errors.Is(err, ErrNotLeader) holds), ErrClosed or ctx's error. While no
-// leader is known Propose
-// waits for one (until ctx ends). After a ctx error or ErrProposalDropped
-// the outcome is unknown: the entry may still apply, so retry with that in
-// mind (a repeated create gets ErrTopicExists).
+// leader is known Propose waits for one (until ctx ends). After a ctx
+// error or ErrProposalDropped the outcome is unknown: the entry may still
+// apply, so retry with that in mind (a repeated create gets
+// ErrTopicExists).
 func (c *Controller) Propose(ctx context.Context, recs ...Record) error {
 	_, err := c.propose(ctx, recs)
 	return err
@@ -753,6 +753,7 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 		c.statusDirty = false
 		c.publishStatus()
 		c.publishLeader()
+		c.publishRemoved()
 	}
 	if changed {
 		c.notify()

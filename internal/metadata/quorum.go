@@ -255,14 +255,12 @@ func (c *Controller) expireParting() {
 func (c *Controller) membershipChanged() {
 	c.statusDirty = true
 	if !c.removed {
-		c.removedAt.Store(0)
 		if c.running {
 			c.log.Warn("metadata: this node is a member of the metadata quorum again", "node", NodeID(c.cfg.NodeID),
 				"voter", c.isVoter(c.cfg.NodeID), "index", c.Image().Index)
 		}
 		return
 	}
-	c.removedAt.Store(c.removedIdx)
 	if !c.running {
 		return
 	}
@@ -284,6 +282,16 @@ func (c *Controller) publishLeader() {
 		c.leader.Store(0)
 	} else {
 		c.leader.Store(c.lead)
+	}
+}
+
+// publishRemoved publishes what Removed reports, after the leader and
+// the status: whoever sees ErrRemoved sees no leader. Loop only.
+func (c *Controller) publishRemoved() {
+	if c.removed {
+		c.removedAt.Store(c.removedIdx)
+	} else {
+		c.removedAt.Store(0)
 	}
 }
 

@@ -233,3 +233,40 @@ func TestQuorumStatusCurrentAfterChange(t *testing.T) {
 		t.Fatalf("new leader leads but its status says %+v", st)
 	}
 }
+
+// A voter cut off while its removal commits never hears of it: when the
+// link heals it finds no leader, asks to be added, and ends up an
+// observer that caught up through its removal.
+func TestQuorumRemovedWhileCutOffRejoinsAsObserver(t *testing.T) {
+	tc := newTestCluster(t, 3, 1000)
+	leader := tc.waitLeader()
+	cut := tc.followers(leader)[0]
+	for _, nd := range tc.live() {
+		if nd == cut {
+			nd.tr.SetDropFilter(func(uint64) bool { return true })
+		} else {
+			nd.tr.SetDropFilter(func(to uint64) bool { return to == cut.id })
+		}
+	}
+	if err := leader.c.RemoveMember(ctx(t), cut.id); err != nil {
+		t.Fatalf("RemoveMember: %v", err)
+	}
+	proposeRetry(t, leader.c, createRec("while-cut", 1))
+	if cut.c.Removed() != nil {
+		t.Fatal("the cut-off node learned of its removal")
+	}
+	for _, nd := range tc.live() {
+		nd.tr.SetDropFilter(nil)
+	}
+	tc.waitSameImage(leader.c.Image().Index)
+	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		for _, nd := range tc.live() {
+			if m, ok := nd.c.Quorum().Member(NodeID(cut.id)); !ok || m.Voter {
+				return fmt.Errorf("node %d sees node %d as %+v (%v)", nd.id, cut.id, m, ok)
+			}
+		}
+		return cut.c.Removed()
+	})
+	proposeRetry(t, cut.c, createRec("from-cut", 1))
+	tc.waitSameImage(cut.c.Image().Index)
+}
