@@ -62,15 +62,45 @@ func (n *Node) controlledShutdown() {
 	if !cfg.Bool("controlled.shutdown.enable") || n.ctrl == nil || n.sup == nil {
 		return
 	}
-	if others := len(n.ctrl.Image().Brokers) - 1; others < 1 {
-		return
+	others := 0
+	for id, b := range n.ctrl.Image().Brokers {
+		if id != n.nodeID && !b.Fenced {
+			others++
+		}
+	}
+	if others == 0 {
+		return // no other live broker could take a leadership
 	}
 	tries := max(int(cfg.Int("controlled.shutdown.max.retries")), 1)
 	backoff := cfg.Duration("controlled.shutdown.retry.backoff.ms")
+	// An attempt that takes longer than a broker session is pointless: the
+	// controller fences a stopped broker after that anyway.
+	timeout := cfg.Duration("broker.session.timeout.ms")
 	for attempt := 1; ; attempt++ {
 		asked := n.ctrl.Leader()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if asked == 0 {
+			n.log.Warn("no active controller (the metadata quorum has no leader): stopping without a controlled shutdown")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		// Give up the attempt as soon as the quorum loses its leader:
+		// nothing can commit the moves then.
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+					if n.ctrl.Leader() == 0 {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
 		left, err := n.askControlledShutdown(ctx)
+		close(stop)
 		cancel()
 		if err == nil {
 			n.log.Info("controlled shutdown: leaderships moved to other replicas", "partitions_left", left)
@@ -86,8 +116,8 @@ func (n *Node) controlledShutdown() {
 		// the active controller (the one asked may be stopping too).
 		deadline := time.Now().Add(backoff)
 		for time.Now().Before(deadline) {
-			if l := n.ctrl.Leader(); l != 0 && l != asked {
-				break
+			if l := n.ctrl.Leader(); l != asked {
+				break // a new controller, or none (the next round stops)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
