@@ -7,6 +7,7 @@ package handler
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +54,12 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 	}
 	if err := p.CheckEpoch(rp.CurrentLeaderEpoch); err != nil {
 		return err
+	}
+	if !p.CaughtUpAsLeader() {
+		// KIP-207: a new leader whose high watermark has not reached the
+		// start of its leadership may answer below what the old leader
+		// did; the client retries.
+		return fmt.Errorf("%w: the new leader's high watermark is still catching up", kerr.OffsetNotAvailable)
 	}
 	hw := p.HighWatermark()
 	sp.LeaderEpoch = p.LeaderEpoch()

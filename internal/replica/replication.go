@@ -75,6 +75,19 @@ func (p *Partition) Leader() int32 {
 	return p.repl.leader
 }
 
+// CaughtUpAsLeader reports whether a leader's high watermark has reached
+// the log end it had when its leadership began (KIP-207: until then it
+// may be below what the previous leader answered). True for followers.
+func (p *Partition) CaughtUpAsLeader() bool {
+	if !p.leading.Load() {
+		return true
+	}
+	p.rmu.Lock()
+	start := p.repl.epochStart
+	p.rmu.Unlock()
+	return p.hw.Load() >= start
+}
+
 // ISR returns the committed in-sync replica set (a copy).
 func (p *Partition) ISR() []int32 {
 	p.rmu.Lock()

@@ -210,9 +210,13 @@ func TestReplicationLeader(t *testing.T) {
 			if p.repl.pending != nil {
 				pending = fmt.Sprint(p.repl.pending)
 			}
-			fmt.Fprintf(&out, "leader=%v leo=%d synced=%d hw=%d isr=%v pending=%s followers=[%s]\n",
+			fmt.Fprintf(&out, "leader=%v leo=%d synced=%d hw=%d isr=%v pending=%s followers=[%s]",
 				p.leading.Load(), p.log.LogEndOffset(), p.synced.Load(), p.hw.Load(), p.repl.isr, pending, strings.Join(fs, " "))
 			p.rmu.Unlock()
+			if !p.CaughtUpAsLeader() {
+				out.WriteString(" offsets-not-available") // KIP-207
+			}
+			out.WriteString("\n")
 			return out.String()
 		})
 	})
