@@ -437,7 +437,11 @@ func nextControllers(cur map[int32]string, cc *pb.ConfChangeV2, addr string) map
 }
 
 // announce asks the leader to add this node, or to record its address,
-// when the log does not have it as a member at Config.Addr. Loop only.
+// when the log does not have it as a member at Config.Addr, or when no
+// leader has been known for two election timeouts (a voter removed while
+// it was down hears from no leader; the leader ignores the request of a
+// member at its recorded address). Never after this node applied its own
+// removal while running. Loop only.
 func (c *Controller) announce() {
 	self := c.cfg.NodeID
 	if len(c.cfg.Voters) == 0 || c.cfg.Addr == "" || c.removed {
