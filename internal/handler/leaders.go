@@ -107,10 +107,20 @@ func fillFetchLeaders(im *metadata.Image, resp *kmsg.FetchResponse) {
 
 // controllerID is the node id of the active controller (the metadata
 // quorum's leader), which clients send controller requests such as
-// ElectLeaders to; this node while no leader is known.
+// ElectLeaders to; while no leader is known, this node, or a voter when
+// this node was removed from the quorum.
 func (b *Broker) controllerID() int32 {
 	if l := b.Controller.Leader(); l > 0 {
 		return int32(l - 1) // metadata.RaftID(id) = id + 1
+	}
+	if q := b.Controller.Quorum(); q.Removed {
+		// Removed from the quorum: point clients at a voter, which knows
+		// the active controller, never at this node.
+		for _, m := range q.Members {
+			if m.Voter {
+				return m.NodeID
+			}
+		}
 	}
 	return b.NodeID
 }
