@@ -77,7 +77,7 @@ func (b *Broker) addVoter(ctx context.Context, r *kmsg.AddRaftVoterRequest, time
 		if errors.Is(err, metadata.ErrInvalidQuorumChange) && !b.Controller.CaughtUp(id) {
 			return notCaughtUp(m, b.Controller.Quorum())
 		}
-		return b.quorumChanged(ctx, err, timeout, id, true)
+		return b.quorumChanged(err, timeout)
 	}
 	addr, err := voterAddress(r.Listeners)
 	if err != nil {
@@ -91,7 +91,7 @@ func (b *Broker) addVoter(ctx context.Context, r *kmsg.AddRaftVoterRequest, time
 			"controller.quorum.voters (which must not name it) so that it joins as an observer, then promote it",
 			id, live, len(memberIDs(q, true))+1, need)
 	}
-	return b.quorumChanged(ctx, b.Controller.AddVoter(ctx, metadata.RaftID(id), addr), timeout, id, true)
+	return b.quorumChanged(b.Controller.AddVoter(ctx, metadata.RaftID(id), addr), timeout)
 }
 
 // liveVoters counts the voters the active controller heard from within
@@ -181,27 +181,14 @@ func quorumChangeErr(err error, timeout time.Duration) error {
 	return err
 }
 
-// quorumChanged returns the answer for a quorum change that returned err:
-// on success, once Controller.Quorum (refreshed every Raft tick) shows node
-// id as a voter (voter) or gone, so that a DescribeQuorum right after the
-// answer sees the change.
-func (b *Broker) quorumChanged(ctx context.Context, err error, timeout time.Duration, id int32, voter bool) error {
+// quorumChanged returns the answer for a quorum change that returned err.
+// The controller publishes its Quorum status before AddVoter, PromoteLearner
+// and RemoveMember return, so a DescribeQuorum right after sees the change.
+func (b *Broker) quorumChanged(err error, timeout time.Duration) error {
 	if err != nil {
 		return quorumChangeErr(err, timeout)
 	}
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		m, ok := b.Controller.Quorum().Member(id)
-		if ok == voter && (!ok || m.Voter) {
-			return nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil // it applied; only the status lags
-		}
-	}
+	return nil
 }
 
 // memberIDs lists the voters (voter) or observers of q.

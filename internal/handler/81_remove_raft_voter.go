@@ -67,7 +67,7 @@ func (b *Broker) removeVoter(ctx context.Context, r *kmsg.RemoveRaftVoterRequest
 	if id == b.NodeID {
 		return b.resignToBeRemoved(ctx)
 	}
-	return b.quorumChanged(ctx, b.Controller.RemoveMember(ctx, metadata.RaftID(id)), removeVoterTimeout, id, false)
+	return b.quorumChanged(b.Controller.RemoveMember(ctx, metadata.RaftID(id)), removeVoterTimeout)
 }
 
 // resignToBeRemoved hands the active controller role to another voter, so
