@@ -1,0 +1,172 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Group config names (a share group's settings, set with
+// IncrementalAlterConfigs on the GROUP resource) and the broker-wide
+// defaults they fall back to. The names are Kafka's (GroupConfig and
+// ShareGroupConfig in Apache Kafka 4.x, KIP-932) except the retry backoff,
+// which Kafka does not have: Berth follows the same pattern (share.* for
+// the group, group.share.* for the broker default).
+const (
+	ConfigRecordLockDurationMs = "share.record.lock.duration.ms"
+	ConfigDeliveryCountLimit   = "share.delivery.count.limit"
+	ConfigMaxRecordLocks       = "share.partition.max.record.locks"
+	ConfigAutoOffsetReset      = "share.auto.offset.reset"
+
+	BrokerRecordLockDurationMs = "group.share.record.lock.duration.ms"
+	BrokerDeliveryCountLimit   = "group.share.delivery.count.limit"
+	BrokerMaxRecordLocks       = "group.share.partition.max.record.locks"
+
+	// Berth additions: retry backoff of released and lock-expired records.
+	ConfigRetryBackoffInitialMs  = "share.retry.backoff.initial.ms"
+	ConfigRetryBackoffMultiplier = "share.retry.backoff.multiplier"
+	ConfigRetryBackoffMaxMs      = "share.retry.backoff.max.ms"
+	ConfigRetryBackoffJitter     = "share.retry.backoff.jitter"
+
+	BrokerRetryBackoffInitialMs  = "group.share.retry.backoff.initial.ms"
+	BrokerRetryBackoffMultiplier = "group.share.retry.backoff.multiplier"
+	BrokerRetryBackoffMaxMs      = "group.share.retry.backoff.max.ms"
+	BrokerRetryBackoffJitter     = "group.share.retry.backoff.jitter"
+)
+
+// Dead-letter queue names from KIP-1191 ("Dead-letter queues for share
+// groups", Apache Kafka 4.4), as Kafka's GroupConfig,
+// GroupCoordinatorConfig, topic configs and ShareGroupDLQRecordHelper
+// spell them.
+const (
+	// ConfigDLQTopicName is the group config naming the group's DLQ topic;
+	// blank (the default) means the group has none.
+	ConfigDLQTopicName = "errors.deadletterqueue.topic.name"
+	// ConfigDLQCopyRecordEnable is the group config choosing whether the
+	// DLQ record carries the original key, value and headers (true) or
+	// only the context headers (false, Kafka's default).
+	ConfigDLQCopyRecordEnable = "errors.deadletterqueue.copy.record.enable"
+	// TopicConfigDLQGroupEnable must be true on a topic for a group to use
+	// it as its DLQ topic.
+	TopicConfigDLQGroupEnable = "errors.deadletterqueue.group.enable"
+	// BrokerDLQTopicNamePrefix is the prefix every DLQ topic name must
+	// have; DefaultDLQTopicNamePrefix is its default.
+	BrokerDLQTopicNamePrefix  = "errors.deadletterqueue.topic.name.prefix"
+	DefaultDLQTopicNamePrefix = "dlq."
+	// BrokerDLQAutoCreateTopicsEnable lets the broker create a missing DLQ
+	// topic (default false).
+	BrokerDLQAutoCreateTopicsEnable = "errors.deadletterqueue.auto.create.topics.enable"
+
+	// The context headers of a DLQ record (KIP-1191; note the two leading
+	// underscores, as Kafka writes them). Values are UTF-8 strings.
+	HeaderDLQTopic         = "__dlq.errors.topic"
+	HeaderDLQPartition     = "__dlq.errors.partition"
+	HeaderDLQOffset        = "__dlq.errors.offset"
+	HeaderDLQGroup         = "__dlq.errors.group"
+	HeaderDLQDeliveryCount = "__dlq.errors.delivery.count"
+	HeaderDLQMessage       = "__dlq.errors.message"
+
+	// Berth additions to the context headers (Kafka has no equivalent):
+	// the reason as a stable token (Reason.String), the source record's
+	// timestamp (milliseconds since the epoch), the consumer's error text
+	// and stack as sent with its REJECT, and the number of times the
+	// record was redriven from the DLQ (the redrive loop guard).
+	HeaderDLQReason       = "__dlq.errors.berth.reason"
+	HeaderDLQTimestamp    = "__dlq.errors.berth.timestamp"
+	HeaderDLQClientError  = "__dlq.errors.berth.client.error"
+	HeaderDLQRedriveCount = "__dlq.errors.berth.redrive.count"
+)
+
+// Config is one share-partition's settings, resolved from the group's
+// configs and the broker defaults.
+type Config struct {
+	// LockDuration is the acquisition lock (share.record.lock.duration.ms).
+	LockDuration time.Duration
+	// DeliveryCountLimit is the number of deliveries after which a record
+	// that is released or whose lock expires is archived
+	// (share.delivery.count.limit).
+	DeliveryCountLimit int
+	// MaxRecordLocks bounds the in-flight window [SPSO, SPEO]: no record
+	// past SPEO is acquired while the window holds this many offsets
+	// (share.partition.max.record.locks).
+	MaxRecordLocks int
+	// DeadLetter says the group has a DLQ topic
+	// (errors.deadletterqueue.topic.name is not blank): rejected and
+	// exhausted records go through Archiving and a DLQ action; otherwise
+	// they are archived at once.
+	DeadLetter bool
+	// Backoff delays the redelivery of released and lock-expired records.
+	Backoff Backoff
+	// MaxErrorText bounds the consumer's error text kept with a record
+	// awaiting its DLQ write; longer text is cut.
+	MaxErrorText int
+}
+
+// Backoff is the retry delay of a record after its deliveryCount-th
+// delivery failed: min(Initial * Multiplier^(deliveryCount-1), Max), then
+// scaled by a factor drawn uniformly from [1-Jitter, 1+Jitter] and capped
+// at Max again. Initial 0 disables it (Kafka's behaviour).
+type Backoff struct {
+	Initial    time.Duration
+	Multiplier float64
+	Max        time.Duration
+	Jitter     float64
+}
+
+// Defaults returns Kafka's defaults for the KIP-932 settings and Berth's
+// for the backoff (2 s, doubling, at most 5 min, ±20%).
+func Defaults() Config {
+	return Config{
+		LockDuration:       30 * time.Second,
+		DeliveryCountLimit: 5,
+		MaxRecordLocks:     2000,
+		Backoff: Backoff{
+			Initial:    2 * time.Second,
+			Multiplier: 2,
+			Max:        5 * time.Minute,
+			Jitter:     0.2,
+		},
+		MaxErrorText: 8 << 10,
+	}
+}
+
+// ErrInvalidConfig is returned by Validate.
+var ErrInvalidConfig = errors.New("share: invalid config")
+
+// Validate checks c, with Kafka's bounds where Kafka has them.
+func (c Config) Validate() error {
+	switch {
+	case c.LockDuration < time.Second:
+		return fmt.Errorf("%w: %s must be at least 1000", ErrInvalidConfig, ConfigRecordLockDurationMs)
+	case c.DeliveryCountLimit < 2 || c.DeliveryCountLimit > math.MaxInt16:
+		return fmt.Errorf("%w: %s must be in [2, %d]", ErrInvalidConfig, ConfigDeliveryCountLimit, math.MaxInt16)
+	case c.MaxRecordLocks < 1:
+		return fmt.Errorf("%w: %s must be positive", ErrInvalidConfig, ConfigMaxRecordLocks)
+	case c.Backoff.Initial < 0 || c.Backoff.Max < c.Backoff.Initial:
+		return fmt.Errorf("%w: %s must be in [0, %s]", ErrInvalidConfig, ConfigRetryBackoffInitialMs, ConfigRetryBackoffMaxMs)
+	case c.Backoff.Multiplier < 1:
+		return fmt.Errorf("%w: %s must be at least 1", ErrInvalidConfig, ConfigRetryBackoffMultiplier)
+	case c.Backoff.Jitter < 0 || c.Backoff.Jitter > 1:
+		return fmt.Errorf("%w: %s must be in [0, 1]", ErrInvalidConfig, ConfigRetryBackoffJitter)
+	case c.MaxErrorText < 0:
+		return fmt.Errorf("%w: MaxErrorText must not be negative", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Delay returns the backoff after the deliveryCount-th failed delivery; u
+// is a draw from [0, 1) (0.5 means no jitter).
+func (b Backoff) Delay(deliveryCount int, u float64) time.Duration {
+	if b.Initial <= 0 {
+		return 0
+	}
+	d := float64(b.Initial)
+	for i := 1; i < deliveryCount && d < float64(b.Max); i++ {
+		d *= b.Multiplier
+	}
+	d = min(d, float64(b.Max))
+	d *= 1 + b.Jitter*(2*u-1)
+	d = min(max(d, 0), float64(b.Max))
+	return time.Duration(d).Truncate(time.Millisecond)
+}
