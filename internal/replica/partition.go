@@ -63,6 +63,10 @@ type Partition struct {
 	// gen changes when staged batches are dropped after a failed write, so
 	// their producers get an error instead of a later record's ack.
 	gen atomic.Uint64
+	// leaderGen is the generation a leadership change last moved gen to:
+	// writes staged before it get NOT_LEADER_OR_FOLLOWER, not a storage
+	// error.
+	leaderGen atomic.Uint64
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64 // high watermark: what consumers may read and acks wait for
@@ -396,8 +400,8 @@ func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all b
 	if !p.leading.Load() {
 		return ErrNotLeader
 	}
-	if p.gen.Load() != gen {
-		return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
+	if err := p.genChanged(gen); err != nil {
+		return err
 	}
 	if reached() {
 		return done()
@@ -411,8 +415,8 @@ func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all b
 		if !p.leading.Load() {
 			return ErrNotLeader
 		}
-		if p.gen.Load() != gen {
-			return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
+		if err := p.genChanged(gen); err != nil {
+			return err
 		}
 		if reached() {
 			return done()
@@ -429,6 +433,19 @@ func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all b
 			return ErrAckTimeout
 		}
 	}
+}
+
+// genChanged reports why a write staged at generation gen will never be
+// acknowledged, or nil while it may be: the leadership changed (the new
+// leader's log decides), or a write failed.
+func (p *Partition) genChanged(gen uint64) error {
+	if p.gen.Load() == gen {
+		return nil
+	}
+	if p.leaderGen.Load() > gen {
+		return fmt.Errorf("%w: the leadership changed before the write was replicated", ErrNotLeader)
+	}
+	return fmt.Errorf("%w: the write failed before it was durable", ErrStorage)
 }
 
 // ReadResult is what a fetch of one partition returns.

@@ -145,7 +145,7 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 		// Demoted (or re-elected at a new epoch): producers still waiting
 		// for acks of this leadership get an error, and batches not yet
 		// written never will be.
-		p.gen.Add(1)
+		p.leaderGen.Store(p.gen.Add(1))
 		p.staged = nil
 		p.nextOffset = p.log.LogEndOffset()
 	}

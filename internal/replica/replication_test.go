@@ -28,7 +28,7 @@ import (
 //	tick ms=N                                           the clock moves; the ISR check runs
 //	commit                                              the controller commits the pending ISR proposal
 //	fail                                                the controller refuses it
-//	wait acks=all|1 offset=N                            would a write ending at N be acknowledged now?
+//	wait acks=all|1 offset=N                            would the last append, ending at N, be acknowledged now?
 //
 // Every command prints the partition's state afterwards.
 // Regenerate with: go test ./internal/replica/ -run TestReplicationLeader -rewrite
@@ -62,6 +62,7 @@ func TestReplicationLeader(t *testing.T) {
 		}
 		id := [16]byte{7}
 		var index uint64
+		var lastGen uint64 // the staging generation of the last append
 		var cur metadata.Partition
 		configs := map[string]string{"min.insync.replicas": "2"}
 		apply := func(mp metadata.Partition) {
@@ -135,6 +136,7 @@ func TestReplicationLeader(t *testing.T) {
 			case "append":
 				p := m.Get("t", 0)
 				res, err := p.Append(makeBatch(-1, 0, 0, int(num("n")), "r"), nil)
+				lastGen = res.Gen
 				if err != nil {
 					fmt.Fprintf(&out, "error: %v\n", err)
 				} else {
@@ -183,7 +185,7 @@ func TestReplicationLeader(t *testing.T) {
 				}
 			case "wait":
 				p := m.Get("t", 0)
-				err := p.WaitDurable(num("offset"), p.gen.Load(), time.Now(), arg("acks") == "all")
+				err := p.WaitDurable(num("offset"), lastGen, time.Now(), arg("acks") == "all")
 				if err != nil {
 					fmt.Fprintf(&out, "not acknowledged: %v\n", err)
 				} else {
