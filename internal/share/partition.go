@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // State is the delivery state of an in-flight record. The numbers are
@@ -326,7 +327,10 @@ func (p *SharePartition) Acquire(member string, fetched []Batch, maxRecords int,
 func (p *SharePartition) Acknowledge(member string, acks []Ack, now time.Time) (Result, error) {
 	prev := int64(-1)
 	for i, a := range acks {
-		if a.First > a.Last || a.First <= prev || len(a.Types) == 0 ||
+		if a.First <= prev {
+			return Result{}, fmt.Errorf("%w: batch %d at offset %d overlaps or precedes the one before", ErrInvalidRequest, i, a.First)
+		}
+		if a.First > a.Last || len(a.Types) == 0 ||
 			(len(a.Types) > 1 && int64(len(a.Types)) != a.Last-a.First+1) {
 			return Result{}, fmt.Errorf("%w: batch %d [%d, %d] with %d types", ErrInvalidRequest, i, a.First, a.Last, len(a.Types))
 		}
@@ -427,8 +431,11 @@ func (p *SharePartition) archive(rs recState, reason Reason, errText string) rec
 	if !p.cfg.DeadLetter {
 		return recState{state: Archived, count: rs.count}
 	}
-	if len(errText) > p.cfg.MaxErrorText {
-		errText = errText[:p.cfg.MaxErrorText]
+	if n := p.cfg.MaxErrorText; len(errText) > n {
+		for n > 0 && !utf8.RuneStart(errText[n]) {
+			n--
+		}
+		errText = errText[:n]
 	}
 	return recState{state: Archiving, count: rs.count, reason: reason, errText: errText}
 }
