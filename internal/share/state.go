@@ -91,7 +91,7 @@ func fromBatch(b StateBatch) (recState, error) {
 	default:
 		return rs, fmt.Errorf("%w: delivery state %d at offset %d", ErrCorruptState, b.DeliveryState, b.FirstOffset)
 	}
-	if b.FirstOffset > b.LastOffset || b.DeliveryCount < 0 {
+	if b.FirstOffset < 0 || b.FirstOffset > b.LastOffset || b.DeliveryCount < 0 {
 		return rs, fmt.Errorf("%w: batch [%d, %d] count %d", ErrCorruptState, b.FirstOffset, b.LastOffset, b.DeliveryCount)
 	}
 	return rs, nil
@@ -103,6 +103,9 @@ func fromBatch(b StateBatch) (recState, error) {
 // do not survive a restart, deliveries and backoffs do. Offsets between
 // batches are available, never delivered.
 func Load(cfg Config, s Snapshot, rnd func() float64) (*SharePartition, error) {
+	if s.StartOffset < 0 {
+		return nil, fmt.Errorf("%w: start offset %d", ErrCorruptState, s.StartOffset)
+	}
 	p := New(cfg, s.StartOffset, rnd)
 	p.stateEpoch, p.leaderEpoch = s.StateEpoch, s.LeaderEpoch
 	if err := p.Apply(Update{StartOffset: -1, StateBatches: s.StateBatches}); err != nil {
