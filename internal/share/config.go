@@ -78,9 +78,9 @@ const (
 	HeaderDLQRedriveCount = "__dlq.errors.berth.redrive.count"
 )
 
-// Config is one share-partition's settings, resolved from the group's
+// PartitionConfig is one share-partition's settings, resolved from the group's
 // configs and the broker defaults.
-type Config struct {
+type PartitionConfig struct {
 	// LockDuration is the acquisition lock (share.record.lock.duration.ms).
 	LockDuration time.Duration
 	// DeliveryCountLimit is the number of deliveries after which a record
@@ -114,10 +114,10 @@ type Backoff struct {
 	Jitter     float64
 }
 
-// Defaults returns Kafka's defaults for the KIP-932 settings and Berth's
+// PartitionDefaults returns Kafka's defaults for the KIP-932 settings and Berth's
 // for the backoff (2 s, doubling, at most 5 min, ±20%).
-func Defaults() Config {
-	return Config{
+func PartitionDefaults() PartitionConfig {
+	return PartitionConfig{
 		LockDuration:       30 * time.Second,
 		DeliveryCountLimit: 5,
 		MaxRecordLocks:     2000,
@@ -131,26 +131,26 @@ func Defaults() Config {
 	}
 }
 
-// ErrInvalidConfig is returned by Validate.
-var ErrInvalidConfig = errors.New("share: invalid config")
+// ErrInvalidPartitionConfig is returned by Validate.
+var ErrInvalidPartitionConfig = errors.New("share: invalid config")
 
 // Validate checks c, with Kafka's bounds where Kafka has them.
-func (c Config) Validate() error {
+func (c PartitionConfig) Validate() error {
 	switch {
 	case c.LockDuration < time.Second:
-		return fmt.Errorf("%w: %s must be at least 1000", ErrInvalidConfig, ConfigRecordLockDurationMs)
+		return fmt.Errorf("%w: %s must be at least 1000", ErrInvalidPartitionConfig, ConfigRecordLockDurationMs)
 	case c.DeliveryCountLimit < 2 || c.DeliveryCountLimit > math.MaxInt16:
-		return fmt.Errorf("%w: %s must be in [2, %d]", ErrInvalidConfig, ConfigDeliveryCountLimit, math.MaxInt16)
+		return fmt.Errorf("%w: %s must be in [2, %d]", ErrInvalidPartitionConfig, ConfigDeliveryCountLimit, math.MaxInt16)
 	case c.MaxRecordLocks < 1:
-		return fmt.Errorf("%w: %s must be positive", ErrInvalidConfig, ConfigMaxRecordLocks)
+		return fmt.Errorf("%w: %s must be positive", ErrInvalidPartitionConfig, ConfigMaxRecordLocks)
 	case c.Backoff.Initial < 0 || c.Backoff.Max < c.Backoff.Initial:
-		return fmt.Errorf("%w: %s must be in [0, %s]", ErrInvalidConfig, ConfigRetryBackoffInitialMs, ConfigRetryBackoffMaxMs)
+		return fmt.Errorf("%w: %s must be in [0, %s]", ErrInvalidPartitionConfig, ConfigRetryBackoffInitialMs, ConfigRetryBackoffMaxMs)
 	case c.Backoff.Multiplier < 1:
-		return fmt.Errorf("%w: %s must be at least 1", ErrInvalidConfig, ConfigRetryBackoffMultiplier)
+		return fmt.Errorf("%w: %s must be at least 1", ErrInvalidPartitionConfig, ConfigRetryBackoffMultiplier)
 	case c.Backoff.Jitter < 0 || c.Backoff.Jitter > 1:
-		return fmt.Errorf("%w: %s must be in [0, 1]", ErrInvalidConfig, ConfigRetryBackoffJitter)
+		return fmt.Errorf("%w: %s must be in [0, 1]", ErrInvalidPartitionConfig, ConfigRetryBackoffJitter)
 	case c.MaxErrorText < 0:
-		return fmt.Errorf("%w: MaxErrorText must not be negative", ErrInvalidConfig)
+		return fmt.Errorf("%w: MaxErrorText must not be negative", ErrInvalidPartitionConfig)
 	}
 	return nil
 }

@@ -9,19 +9,19 @@ import (
 	"unicode/utf8"
 )
 
-// State is the delivery state of an in-flight record. The numbers are
+// RecordState is the delivery state of an in-flight record. The numbers are
 // Kafka's RecordState ids; Acquired is never persisted (see persisted).
-type State int8
+type RecordState int8
 
 const (
-	Available    State = 0
-	Acquired     State = 1
-	Acknowledged State = 2
-	Archiving    State = 3 // KIP-1191: archived once its DLQ write is done
-	Archived     State = 4
+	Available    RecordState = 0
+	Acquired     RecordState = 1
+	Acknowledged RecordState = 2
+	Archiving    RecordState = 3 // KIP-1191: archived once its DLQ write is done
+	Archived     RecordState = 4
 )
 
-func (s State) String() string {
+func (s RecordState) String() string {
 	switch s {
 	case Available:
 		return "available"
@@ -83,17 +83,17 @@ const (
 
 // Package errors; the handlers map them to Kafka codes.
 var (
-	// ErrInvalidRequest: a malformed acknowledgement (INVALID_REQUEST).
-	ErrInvalidRequest = errors.New("share: invalid acknowledgement")
+	// ErrInvalidAck: a malformed acknowledgement (INVALID_REQUEST).
+	ErrInvalidAck = errors.New("share: invalid acknowledgement")
 	// ErrInvalidRecordState: an acknowledged record is not acquired by
 	// the member, or a record to complete is not archiving
 	// (INVALID_RECORD_STATE).
 	ErrInvalidRecordState = errors.New("share: invalid record state")
 )
 
-// Batch is an offset range present in the log: a record batch's first
+// LogBatch is an offset range present in the log: a record batch's first
 // and last offset.
-type Batch struct{ First, Last int64 }
+type LogBatch struct{ First, Last int64 }
 
 // AcquiredRange is a range of records handed to a member, with the
 // delivery count of each (ShareFetchResponse's AcquiredRecords).
@@ -122,10 +122,10 @@ type DLQAction struct {
 	ErrorText     string
 }
 
-// Result is what a state change asks of the caller: persist Update in
+// StateChange is what a state change asks of the caller: persist Update in
 // __share_group_state (when not empty) before answering the request or
 // acting on DLQ, then execute the DLQ actions.
-type Result struct {
+type StateChange struct {
 	Update Update
 	DLQ    []DLQAction
 }
@@ -133,7 +133,7 @@ type Result struct {
 // recState is everything about a record but its offset; runs of records
 // with equal recState are kept as one.
 type recState struct {
-	state       State
+	state       RecordState
 	count       int    // delivery count
 	member      string // Acquired: the holder
 	deadline    int64  // Acquired: lock deadline (ms since the epoch)
@@ -154,7 +154,7 @@ type run struct {
 // concurrent use: its owner (one goroutine or one mutex per
 // share-partition) serialises the calls.
 type SharePartition struct {
-	cfg         Config
+	cfg         PartitionConfig
 	rnd         func() float64
 	stateEpoch  int32
 	leaderEpoch int32
@@ -178,7 +178,7 @@ type SharePartition struct {
 // share.auto.offset.reset chose (earliest: the log start offset; latest:
 // the high watermark; by_duration: ListOffsets by timestamp). rnd returns
 // draws from [0, 1) for the backoff jitter; nil means no jitter.
-func New(cfg Config, start int64, rnd func() float64) *SharePartition {
+func NewPartition(cfg PartitionConfig, start int64, rnd func() float64) *SharePartition {
 	if rnd == nil {
 		rnd = func() float64 { return 0.5 }
 	}
@@ -230,7 +230,7 @@ func (p *SharePartition) NextFetchOffset(now time.Time) (offset int64, ok bool) 
 // in offset order; each one's delivery count goes up by one and its lock
 // lasts LockDuration. An available record already at the delivery limit
 // (possible after a restart lost its last lock) is archived instead.
-func (p *SharePartition) Acquire(member string, fetched []Batch, maxRecords int, now time.Time) ([]AcquiredRange, Result) {
+func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords int, now time.Time) ([]AcquiredRange, StateChange) {
 	p.begin()
 	n := ms(now)
 	acq := recState{state: Acquired, member: member, deadline: n + p.cfg.LockDuration.Milliseconds()}
@@ -324,26 +324,26 @@ func (p *SharePartition) Acquire(member string, fetched []Batch, maxRecords int,
 // RELEASE makes the record available after its backoff (or archives it at
 // the delivery limit); REJECT archives it with reason rejected; a gap
 // archives it without DLQ; RENEW extends its lock by LockDuration.
-func (p *SharePartition) Acknowledge(member string, acks []Ack, now time.Time) (Result, error) {
+func (p *SharePartition) Acknowledge(member string, acks []Ack, now time.Time) (StateChange, error) {
 	prev := int64(-1)
 	for i, a := range acks {
 		if a.First <= prev {
-			return Result{}, fmt.Errorf("%w: batch %d at offset %d overlaps or precedes the one before", ErrInvalidRequest, i, a.First)
+			return StateChange{}, fmt.Errorf("%w: batch %d at offset %d overlaps or precedes the one before", ErrInvalidAck, i, a.First)
 		}
 		if a.First > a.Last || len(a.Types) == 0 ||
 			(len(a.Types) > 1 && int64(len(a.Types)) != a.Last-a.First+1) {
-			return Result{}, fmt.Errorf("%w: batch %d [%d, %d] with %d types", ErrInvalidRequest, i, a.First, a.Last, len(a.Types))
+			return StateChange{}, fmt.Errorf("%w: batch %d [%d, %d] with %d types", ErrInvalidAck, i, a.First, a.Last, len(a.Types))
 		}
 		for _, t := range a.Types {
 			if t < AckGap || t > AckRenew {
-				return Result{}, fmt.Errorf("%w: acknowledge type %d", ErrInvalidRequest, t)
+				return StateChange{}, fmt.Errorf("%w: acknowledge type %d", ErrInvalidAck, t)
 			}
 		}
 		prev = a.Last
 	}
 	for _, a := range acks {
 		if err := p.checkAcquired(member, max(a.First, p.start), a.Last); err != nil {
-			return Result{}, err
+			return StateChange{}, err
 		}
 	}
 	p.begin()
@@ -443,7 +443,7 @@ func (p *SharePartition) archive(rs recState, reason Reason, errText string) rec
 // Expire ends the locks whose deadline is at or before now: each record
 // becomes available at deadline + backoff, or is archived at the
 // delivery limit.
-func (p *SharePartition) Expire(now time.Time) Result {
+func (p *SharePartition) Expire(now time.Time) StateChange {
 	p.begin()
 	n := ms(now)
 	for i := 0; i < len(p.runs); i++ {
@@ -458,7 +458,7 @@ func (p *SharePartition) Expire(now time.Time) Result {
 
 // MemberGone releases every record member holds, as a failed delivery
 // (backoff, delivery limit), at now.
-func (p *SharePartition) MemberGone(member string, now time.Time) Result {
+func (p *SharePartition) MemberGone(member string, now time.Time) StateChange {
 	p.begin()
 	n := ms(now)
 	for i := 0; i < len(p.runs); i++ {
@@ -475,15 +475,15 @@ func (p *SharePartition) MemberGone(member string, now time.Time) Result {
 // caller's DLQ write for them is durable. Offsets below StartOffset are
 // ignored; any other offset in the range that is not Archiving is an
 // error (ErrInvalidRecordState) and nothing changes.
-func (p *SharePartition) CompleteArchive(first, last int64) (Result, error) {
+func (p *SharePartition) CompleteArchive(first, last int64) (StateChange, error) {
 	first = max(first, p.start)
 	if first <= last {
 		if last >= p.end {
-			return Result{}, fmt.Errorf("%w: offset %d is not in flight", ErrInvalidRecordState, max(first, p.end))
+			return StateChange{}, fmt.Errorf("%w: offset %d is not in flight", ErrInvalidRecordState, max(first, p.end))
 		}
 		for _, r := range p.runs {
 			if r.last >= first && r.first <= last && r.state != Archiving {
-				return Result{}, fmt.Errorf("%w: offset %d is %s, not archiving", ErrInvalidRecordState, max(r.first, first), r.state)
+				return StateChange{}, fmt.Errorf("%w: offset %d is %s, not archiving", ErrInvalidRecordState, max(r.first, first), r.state)
 			}
 		}
 	}
@@ -512,7 +512,7 @@ func (p *SharePartition) PendingDLQ() []DLQAction {
 // retention or DeleteRecords removed records below it; in-flight records
 // there are dropped (an Archiving record there has no record left to
 // park).
-func (p *SharePartition) AdvanceLogStart(logStart int64) Result {
+func (p *SharePartition) AdvanceLogStart(logStart int64) StateChange {
 	p.begin()
 	if logStart > p.start {
 		p.trim(logStart)
@@ -545,10 +545,10 @@ func (p *SharePartition) NextDeadline(now time.Time) (time.Time, bool) {
 	return time.UnixMilli(best), true
 }
 
-// Stats are the inputs of the share-group metrics for this partition.
+// PartitionStats are the inputs of the share-group metrics for this partition.
 // Records past EndOffset (in the log, never fetched) are not counted:
 // the caller adds the log's high watermark minus EndOffset to Available.
-type Stats struct {
+type PartitionStats struct {
 	StartOffset, EndOffset int64
 	Available              int64 // available now
 	Delayed                int64 // available once their backoff ends
@@ -567,9 +567,9 @@ type Stats struct {
 }
 
 // Stats returns the metrics inputs at now.
-func (p *SharePartition) Stats(now time.Time) Stats {
+func (p *SharePartition) Stats(now time.Time) PartitionStats {
 	n := ms(now)
-	s := Stats{StartOffset: p.start, EndOffset: p.end, Redeliveries: p.redeliveries,
+	s := PartitionStats{StartOffset: p.start, EndOffset: p.end, Redeliveries: p.redeliveries,
 		DLQWritten: p.dlqWritten, Rejected: p.rejected, DeliveryLimits: p.deliveryLimits}
 	oldest := int64(-1)
 	for _, r := range p.runs {
@@ -610,7 +610,7 @@ func (p *SharePartition) begin() {
 
 // finish advances the start offset over finished records and builds the
 // call's result.
-func (p *SharePartition) finish() Result {
+func (p *SharePartition) finish() StateChange {
 	for len(p.runs) > 0 && (p.runs[0].state == Acknowledged || p.runs[0].state == Archived) {
 		p.start = p.runs[0].last + 1
 		p.runs = p.runs[1:]
@@ -619,7 +619,7 @@ func (p *SharePartition) finish() Result {
 	if len(p.runs) == 0 {
 		p.runs = nil // let the backing array go
 	}
-	res := Result{DLQ: p.dlq, Update: Update{StartOffset: -1, LeaderEpoch: p.leaderEpoch}}
+	res := StateChange{DLQ: p.dlq, Update: Update{StartOffset: -1, LeaderEpoch: p.leaderEpoch}}
 	if p.startMoved {
 		res.Update.StartOffset = p.start
 	}

@@ -12,20 +12,20 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// t0 is time zero of every test; times print relative to it.
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// spT0 is time zero of every test; times print relative to it.
+var spT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func rel(msSinceEpoch int64) string {
-	return "+" + time.UnixMilli(msSinceEpoch).Sub(t0).String()
+func spRel(msSinceEpoch int64) string {
+	return "+" + time.UnixMilli(msSinceEpoch).Sub(spT0).String()
 }
 
-// harness drives one SharePartition and keeps its persisted log (the
+// partitionHarness drives one SharePartition and keeps its persisted log (the
 // first snapshot, then every update, encoded), which it replays after
 // every command to check that the persisted state rebuilds the same
 // state.
-type harness struct {
+type partitionHarness struct {
 	t    *testing.T
-	cfg  Config
+	cfg  PartitionConfig
 	seed uint64
 	now  time.Time
 	p    *SharePartition
@@ -33,26 +33,26 @@ type harness struct {
 	log  [][]byte
 }
 
-func (h *harness) rnd() func() float64 {
+func (h *partitionHarness) rnd() func() float64 {
 	if h.cfg.Backoff.Jitter == 0 {
 		return nil
 	}
 	return rand.New(rand.NewPCG(h.seed, 0)).Float64
 }
 
-func (h *harness) persist(r Result) {
+func (h *partitionHarness) persist(r StateChange) {
 	if !r.Update.Empty() {
 		h.log = append(h.log, r.Update.AppendTo(nil))
 	}
 }
 
 // replay rebuilds the partition from the persisted log.
-func (h *harness) replay() (*SharePartition, error) {
+func (h *partitionHarness) replay() (*SharePartition, error) {
 	s, err := DecodeSnapshot(h.snap)
 	if err != nil {
 		return nil, err
 	}
-	p, err := Load(h.cfg, s, h.rnd())
+	p, err := LoadPartition(h.cfg, s, h.rnd())
 	if err != nil {
 		return nil, err
 	}
@@ -68,18 +68,18 @@ func (h *harness) replay() (*SharePartition, error) {
 	return p, nil
 }
 
-func (h *harness) checkReplay() error {
+func (h *partitionHarness) checkReplay() error {
 	p, err := h.replay()
 	if err != nil {
 		return err
 	}
 	if a, b := h.p.Snapshot(), p.Snapshot(); !reflect.DeepEqual(a, b) {
-		return fmt.Errorf("replay differs:\nlive   %s\nreplay %s", fmtSnapshot(a), fmtSnapshot(b))
+		return fmt.Errorf("replay differs:\nlive   %s\nreplay %s", fmtStateSnapshot(a), fmtStateSnapshot(b))
 	}
 	return nil
 }
 
-func parseRange(s string) (int64, int64) {
+func spRange(s string) (int64, int64) {
 	a, b, ok := strings.Cut(s, "-")
 	first, err := strconv.ParseInt(a, 10, 64)
 	if err != nil {
@@ -95,9 +95,9 @@ func parseRange(s string) (int64, int64) {
 	return first, last
 }
 
-var ackTypes = map[string]AckType{"gap": AckGap, "accept": AckAccept, "release": AckRelease, "reject": AckReject, "renew": AckRenew}
+var spAckTypes = map[string]AckType{"gap": AckGap, "accept": AckAccept, "release": AckRelease, "reject": AckReject, "renew": AckRenew}
 
-func fmtResult(r Result) string {
+func fmtChange(r StateChange) string {
 	var b strings.Builder
 	if !r.Update.Empty() {
 		b.WriteString("update:")
@@ -105,12 +105,12 @@ func fmtResult(r Result) string {
 			fmt.Fprintf(&b, " start=%d", r.Update.StartOffset)
 		}
 		for _, sb := range r.Update.StateBatches {
-			b.WriteString(" " + fmtBatch(sb))
+			b.WriteString(" " + fmtStateBatch(sb))
 		}
 		fmt.Fprintf(&b, " complete=%d\n", r.Update.DeliveryCompleteCount)
 	}
 	for _, a := range r.DLQ {
-		fmt.Fprintf(&b, "dlq: %s reason=%q count=%d", fmtRange(a.First, a.Last), a.Reason, a.DeliveryCount)
+		fmt.Fprintf(&b, "dlq: %s reason=%q count=%d", fmtOffsets(a.First, a.Last), a.Reason, a.DeliveryCount)
 		if a.ErrorText != "" {
 			fmt.Fprintf(&b, " error=%q", a.ErrorText)
 		}
@@ -119,17 +119,17 @@ func fmtResult(r Result) string {
 	return b.String()
 }
 
-func fmtRange(a, b int64) string {
+func fmtOffsets(a, b int64) string {
 	if a == b {
 		return strconv.FormatInt(a, 10)
 	}
 	return fmt.Sprintf("%d-%d", a, b)
 }
 
-func fmtBatch(sb StateBatch) string {
-	s := fmt.Sprintf("[%s %s c=%d", fmtRange(sb.FirstOffset, sb.LastOffset), State(sb.DeliveryState), sb.DeliveryCount)
+func fmtStateBatch(sb StateBatch) string {
+	s := fmt.Sprintf("[%s %s c=%d", fmtOffsets(sb.FirstOffset, sb.LastOffset), RecordState(sb.DeliveryState), sb.DeliveryCount)
 	if sb.AvailableAtMs != 0 {
-		s += " at=" + rel(sb.AvailableAtMs)
+		s += " at=" + spRel(sb.AvailableAtMs)
 	}
 	if sb.Reason != ReasonNone {
 		s += fmt.Sprintf(" reason=%q", sb.Reason)
@@ -140,26 +140,26 @@ func fmtBatch(sb StateBatch) string {
 	return s + "]"
 }
 
-func fmtSnapshot(s Snapshot) string {
+func fmtStateSnapshot(s Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "start=%d complete=%d", s.StartOffset, s.DeliveryCompleteCount)
 	for _, sb := range s.StateBatches {
-		b.WriteString(" " + fmtBatch(sb))
+		b.WriteString(" " + fmtStateBatch(sb))
 	}
 	return b.String()
 }
 
-func (h *harness) fmtState() string {
+func (h *partitionHarness) fmtState() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "start=%d end=%d\n", h.p.StartOffset(), h.p.EndOffset())
 	for _, r := range h.p.runs {
-		fmt.Fprintf(&b, "  %s %s c=%d", fmtRange(r.first, r.last), r.state, r.count)
+		fmt.Fprintf(&b, "  %s %s c=%d", fmtOffsets(r.first, r.last), r.state, r.count)
 		switch r.state {
 		case Acquired:
-			fmt.Fprintf(&b, " by=%s lock=%s", r.member, rel(r.deadline))
+			fmt.Fprintf(&b, " by=%s lock=%s", r.member, spRel(r.deadline))
 		case Available:
 			if r.availableAt != 0 {
-				fmt.Fprintf(&b, " at=%s", rel(r.availableAt))
+				fmt.Fprintf(&b, " at=%s", spRel(r.availableAt))
 			}
 		case Archiving:
 			fmt.Fprintf(&b, " reason=%q", r.reason)
@@ -172,7 +172,7 @@ func (h *harness) fmtState() string {
 	return b.String()
 }
 
-func (h *harness) cmd(d *datadriven.TestData) string {
+func (h *partitionHarness) cmd(d *datadriven.TestData) string {
 	arg := func(key, def string) string {
 		for _, a := range d.CmdArgs {
 			if a.Key == key {
@@ -210,7 +210,7 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 	var out string
 	switch d.Cmd {
 	case "new":
-		h.cfg = Defaults()
+		h.cfg = PartitionDefaults()
 		h.cfg.LockDuration = dur("lock", "30s")
 		h.cfg.DeliveryCountLimit = num("limit", "5")
 		h.cfg.MaxRecordLocks = num("locks", "2000")
@@ -221,20 +221,20 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 			return err.Error()
 		}
 		h.seed = uint64(num("seed", "1"))
-		h.now = t0
-		h.p = New(h.cfg, int64(num("start", "0")), h.rnd())
+		h.now = spT0
+		h.p = NewPartition(h.cfg, int64(num("start", "0")), h.rnd())
 		h.snap, h.log = h.p.Snapshot().AppendTo(nil), nil
 		return "ok"
 	case "tick":
 		h.now = h.now.Add(dur("d", d.CmdArgs[0].Key))
-		return "now=+" + h.now.Sub(t0).String()
+		return "now=+" + h.now.Sub(spT0).String()
 	case "acquire":
-		var fetched []Batch
+		var fetched []LogBatch
 		for _, a := range d.CmdArgs {
 			if a.Key == "log" {
 				for _, v := range a.Vals {
-					f, l := parseRange(v)
-					fetched = append(fetched, Batch{f, l})
+					f, l := spRange(v)
+					fetched = append(fetched, LogBatch{f, l})
 				}
 			}
 		}
@@ -243,10 +243,10 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 			if !ok {
 				fetched = nil
 			}
-			var clipped []Batch
+			var clipped []LogBatch
 			for _, b := range fetched {
 				if b.Last >= next {
-					clipped = append(clipped, Batch{max(b.First, next), b.Last})
+					clipped = append(clipped, LogBatch{max(b.First, next), b.Last})
 				}
 			}
 			fetched = clipped
@@ -255,22 +255,22 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 		h.persist(res)
 		var parts []string
 		for _, a := range acq {
-			parts = append(parts, fmt.Sprintf("%s(c=%d)", fmtRange(a.First, a.Last), a.DeliveryCount))
+			parts = append(parts, fmt.Sprintf("%s(c=%d)", fmtOffsets(a.First, a.Last), a.DeliveryCount))
 		}
 		if len(parts) == 0 {
 			parts = []string{"none"}
 		}
-		out = fmt.Sprintf("acquired %s: %s\n", member, strings.Join(parts, " ")) + fmtResult(res)
+		out = fmt.Sprintf("acquired %s: %s\n", member, strings.Join(parts, " ")) + fmtChange(res)
 	case "ack":
 		var acks []Ack
 		for _, a := range d.CmdArgs {
 			if a.Key == "member" || a.Key == "error" {
 				continue
 			}
-			f, l := parseRange(a.Key)
+			f, l := spRange(a.Key)
 			ack := Ack{First: f, Last: l, ErrorText: arg("error", "")}
 			for _, v := range a.Vals {
-				t, ok := ackTypes[v]
+				t, ok := spAckTypes[v]
 				if !ok {
 					t = AckType(num("", v))
 				}
@@ -283,29 +283,29 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 			return "error: " + err.Error()
 		}
 		h.persist(res)
-		out = "ok\n" + fmtResult(res)
+		out = "ok\n" + fmtChange(res)
 	case "expire":
 		res := h.p.Expire(h.now)
 		h.persist(res)
-		out = "expired\n" + fmtResult(res)
+		out = "expired\n" + fmtChange(res)
 	case "gone":
 		res := h.p.MemberGone(member, h.now)
 		h.persist(res)
-		out = "released " + member + "\n" + fmtResult(res)
+		out = "released " + member + "\n" + fmtChange(res)
 	case "complete":
-		f, l := parseRange(d.CmdArgs[0].Key)
+		f, l := spRange(d.CmdArgs[0].Key)
 		res, err := h.p.CompleteArchive(f, l)
 		if err != nil {
 			return "error: " + err.Error()
 		}
 		h.persist(res)
-		out = "archived\n" + fmtResult(res)
+		out = "archived\n" + fmtChange(res)
 	case "logstart":
 		res := h.p.AdvanceLogStart(int64(num("", d.CmdArgs[0].Key)))
 		h.persist(res)
-		out = "moved\n" + fmtResult(res)
+		out = "moved\n" + fmtChange(res)
 	case "pending":
-		out = fmtResult(Result{Update: Update{StartOffset: -1}, DLQ: h.p.PendingDLQ()})
+		out = fmtChange(StateChange{Update: Update{StartOffset: -1}, DLQ: h.p.PendingDLQ()})
 		if out == "" {
 			out = "none\n"
 		}
@@ -313,20 +313,20 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 		off, ok := h.p.NextFetchOffset(h.now)
 		out = fmt.Sprintf("fetch from %d ok=%t\n", off, ok)
 		if t, ok := h.p.NextDeadline(h.now); ok {
-			out += "next deadline +" + t.Sub(t0).String() + "\n"
+			out += "next deadline +" + t.Sub(spT0).String() + "\n"
 		} else {
 			out += "no deadline\n"
 		}
 	case "state":
 		out = h.fmtState()
 	case "snapshot":
-		out = fmtSnapshot(h.p.Snapshot()) + "\n"
+		out = fmtStateSnapshot(h.p.Snapshot()) + "\n"
 	case "stats":
 		s := h.p.Stats(h.now)
 		out = fmt.Sprintf("start=%d end=%d available=%d delayed=%d acquired=%d acknowledged=%d archiving=%d archived=%d\n",
 			s.StartOffset, s.EndOffset, s.Available, s.Delayed, s.Acquired, s.Acknowledged, s.Archiving, s.Archived)
 		if !s.OldestAvailableSince.IsZero() {
-			out += fmt.Sprintf("oldest available since +%s (age %s)\n", s.OldestAvailableSince.Sub(t0), h.now.Sub(s.OldestAvailableSince))
+			out += fmt.Sprintf("oldest available since +%s (age %s)\n", s.OldestAvailableSince.Sub(spT0), h.now.Sub(s.OldestAvailableSince))
 		}
 		out += fmt.Sprintf("redeliveries=%d dlq=%d rejected=%d delivery-limits=%d\n", s.Redeliveries, s.DLQWritten, s.Rejected, s.DeliveryLimits)
 	case "restart":
@@ -347,9 +347,9 @@ func (h *harness) cmd(d *datadriven.TestData) string {
 	return out
 }
 
-func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{t: t}
+func TestPartitionDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
+		h := &partitionHarness{t: t}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { h.t = t; return h.cmd(d) })
 	})
 }

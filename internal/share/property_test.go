@@ -11,31 +11,31 @@ import (
 
 // model is what a caller knows: who holds which record until when, each
 // record's delivery count, and which records are finished.
-type model struct {
-	held     map[int64]holder
+type partitionModel struct {
+	held     map[int64]lockHolder
 	count    map[int64]int
 	finished map[int64]bool
 }
 
-type holder struct {
+type lockHolder struct {
 	member   string
 	deadline time.Time
 }
 
-// TestRandomOperations drives share-partitions with random operations
+// TestPartitionRandomOperations drives share-partitions with random operations
 // (fixed seeds) and checks after each one that replaying the persisted
 // snapshot and updates gives the live state, that acquisitions,
 // acknowledgements and delivery counts agree with the model, and that no
 // record passes the start offset before it is finished.
-func TestRandomOperations(t *testing.T) {
+func TestPartitionRandomOperations(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runRandom(t, seed, 250) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runRandomPartition(t, seed, 250) })
 	}
 }
 
-func runRandom(t *testing.T, seed uint64, steps int) {
+func runRandomPartition(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 42))
-	cfg := Defaults()
+	cfg := PartitionDefaults()
 	cfg.DeliveryCountLimit = 2 + rng.IntN(3)
 	cfg.MaxRecordLocks = 5 + rng.IntN(20)
 	cfg.DeadLetter = rng.IntN(2) == 0
@@ -44,26 +44,26 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 	jitter := func() func() float64 { return rand.New(rand.NewPCG(seed, 7)).Float64 }
 
 	// The log: offsets 0..199 in batches of 1-5 with gaps of 0-2.
-	var logBatches []Batch
+	var logBatches []LogBatch
 	inLog := map[int64]bool{}
 	for o := int64(0); o < 200; {
 		n := int64(1 + rng.IntN(5))
-		logBatches = append(logBatches, Batch{o, o + n - 1})
+		logBatches = append(logBatches, LogBatch{o, o + n - 1})
 		for i := o; i < o+n; i++ {
 			inLog[i] = true
 		}
 		o += n + int64(rng.IntN(3))
 	}
 
-	now := t0
-	p := New(cfg, 0, jitter())
+	now := spT0
+	p := NewPartition(cfg, 0, jitter())
 	snap := p.Snapshot().AppendTo(nil)
 	var updates [][]byte
-	m := model{held: map[int64]holder{}, count: map[int64]int{}, finished: map[int64]bool{}}
+	m := partitionModel{held: map[int64]lockHolder{}, count: map[int64]int{}, finished: map[int64]bool{}}
 	logStart := int64(0)
 	members := []string{"a", "b", "c"}
 
-	persist := func(r Result) {
+	persist := func(r StateChange) {
 		if !r.Update.Empty() {
 			updates = append(updates, r.Update.AppendTo(nil))
 		}
@@ -73,7 +73,7 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := Load(cfg, s, jitter())
+		q, err := LoadPartition(cfg, s, jitter())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,12 +106,12 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 			op = "acquire"
 			member := members[rng.IntN(len(members))]
 			next, ok := p.NextFetchOffset(now)
-			var fetched []Batch
+			var fetched []LogBatch
 			if ok {
 				limit := 1 + rng.IntN(6) // the caller's byte limit
 				for _, b := range logBatches {
 					if b.Last >= max(next, logStart) && len(fetched) < limit {
-						fetched = append(fetched, Batch{max(b.First, next, logStart), b.Last})
+						fetched = append(fetched, LogBatch{max(b.First, next, logStart), b.Last})
 					}
 				}
 			}
@@ -129,7 +129,7 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 						t.Fatalf("step %d: offset %d delivery count %d, want %d", step, o, a.DeliveryCount, m.count[o]+1)
 					}
 					m.count[o] = a.DeliveryCount
-					m.held[o] = holder{member, now.Add(cfg.LockDuration)}
+					m.held[o] = lockHolder{member, now.Add(cfg.LockDuration)}
 				}
 			}
 		case k < 70:
@@ -203,7 +203,7 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 					case AckRelease:
 						failed(o)
 					case AckRenew:
-						m.held[o] = holder{member, now.Add(cfg.LockDuration)}
+						m.held[o] = lockHolder{member, now.Add(cfg.LockDuration)}
 					}
 				}
 			}
@@ -254,12 +254,12 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 			}
 		}
 
-		t.Logf("step %d %s now=+%s: %s", step, op, now.Sub(t0), fmtSnapshot(p.Snapshot()))
+		t.Logf("step %d %s now=+%s: %s", step, op, now.Sub(spT0), fmtStateSnapshot(p.Snapshot()))
 		// Invariants.
 		if q := replay(); !reflect.DeepEqual(p.Snapshot(), q.Snapshot()) {
-			t.Fatalf("step %d (%s): replay differs:\nlive   %s\nreplay %s", step, op, fmtSnapshot(p.Snapshot()), fmtSnapshot(q.Snapshot()))
+			t.Fatalf("step %d (%s): replay differs:\nlive   %s\nreplay %s", step, op, fmtStateSnapshot(p.Snapshot()), fmtStateSnapshot(q.Snapshot()))
 		}
-		checkRuns(t, p, step)
+		checkPartitionRuns(t, p, step)
 		for o := int64(0); o < p.StartOffset(); o++ {
 			if inLog[o] && o >= logStart && !m.finished[o] && m.count[o] < cfg.DeliveryCountLimit {
 				t.Fatalf("step %d (%s): offset %d passed the start offset %d unfinished", step, op, o, p.StartOffset())
@@ -280,7 +280,7 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 	}
 }
 
-func checkRuns(t *testing.T, p *SharePartition, step int) {
+func checkPartitionRuns(t *testing.T, p *SharePartition, step int) {
 	t.Helper()
 	next := p.start
 	for i, r := range p.runs {

@@ -79,7 +79,7 @@ func appendBatch(out []StateBatch, b StateBatch) []StateBatch {
 
 func fromBatch(b StateBatch) (recState, error) {
 	rs := recState{count: int(b.DeliveryCount)}
-	switch State(b.DeliveryState) {
+	switch RecordState(b.DeliveryState) {
 	case Available:
 		rs.state, rs.availableAt = Available, b.AvailableAtMs
 	case Acknowledged:
@@ -102,11 +102,11 @@ func fromBatch(b StateBatch) (recState, error) {
 // the state was written are available (at their persisted time): locks
 // do not survive a restart, deliveries and backoffs do. Offsets between
 // batches are available, never delivered.
-func Load(cfg Config, s Snapshot, rnd func() float64) (*SharePartition, error) {
+func LoadPartition(cfg PartitionConfig, s Snapshot, rnd func() float64) (*SharePartition, error) {
 	if s.StartOffset < 0 {
 		return nil, fmt.Errorf("%w: start offset %d", ErrCorruptState, s.StartOffset)
 	}
-	p := New(cfg, s.StartOffset, rnd)
+	p := NewPartition(cfg, s.StartOffset, rnd)
 	p.stateEpoch, p.leaderEpoch = s.StateEpoch, s.LeaderEpoch
 	if err := p.Apply(Update{StartOffset: -1, StateBatches: s.StateBatches}); err != nil {
 		return nil, err

@@ -54,25 +54,25 @@ func TestLoadWithoutBerthTags(t *testing.T) {
 		{FirstOffset: 14, LastOffset: 14, DeliveryState: 2, DeliveryCount: 1},
 	}}
 	b := s.AppendTo(nil)
-	p, err := Load(Defaults(), mustDecode(t, b), nil)
+	p, err := LoadPartition(PartitionDefaults(), mustDecodeSnapshot(t, b), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 12-13 were never delivered: available with count 0.
-	acq, _ := p.Acquire("a", []Batch{{10, 20}}, 10, t0)
+	acq, _ := p.Acquire("a", []LogBatch{{10, 20}}, 10, spT0)
 	want := []AcquiredRange{{10, 11, 2}, {12, 13, 1}, {15, 20, 1}}
 	if !reflect.DeepEqual(acq, want) {
 		t.Fatalf("acquired %v, want %v", acq, want)
 	}
-	if _, err := Load(Defaults(), Snapshot{StateBatches: []StateBatch{{FirstOffset: 0, LastOffset: 0, DeliveryState: 1}}}, nil); !errors.Is(err, ErrCorruptState) {
+	if _, err := LoadPartition(PartitionDefaults(), Snapshot{StateBatches: []StateBatch{{FirstOffset: 0, LastOffset: 0, DeliveryState: 1}}}, nil); !errors.Is(err, ErrCorruptState) {
 		t.Fatalf("acquired state persisted: %v", err)
 	}
-	if _, err := Load(Defaults(), Snapshot{StateBatches: []StateBatch{{FirstOffset: 5, LastOffset: 6}, {FirstOffset: 6, LastOffset: 7}}}, nil); !errors.Is(err, ErrCorruptState) {
+	if _, err := LoadPartition(PartitionDefaults(), Snapshot{StateBatches: []StateBatch{{FirstOffset: 5, LastOffset: 6}, {FirstOffset: 6, LastOffset: 7}}}, nil); !errors.Is(err, ErrCorruptState) {
 		t.Fatalf("overlapping batches: %v", err)
 	}
 }
 
-func mustDecode(t *testing.T, b []byte) Snapshot {
+func mustDecodeSnapshot(t *testing.T, b []byte) Snapshot {
 	s, err := DecodeSnapshot(b)
 	if err != nil {
 		t.Fatal(err)
@@ -101,20 +101,20 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := Defaults().Validate(); err != nil {
+	if err := PartitionDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]func(*Config){
-		"lock":       func(c *Config) { c.LockDuration = 999 * time.Millisecond },
-		"limit":      func(c *Config) { c.DeliveryCountLimit = 1 },
-		"locks":      func(c *Config) { c.MaxRecordLocks = 0 },
-		"max":        func(c *Config) { c.Backoff.Max = time.Second },
-		"multiplier": func(c *Config) { c.Backoff.Multiplier = 0.5 },
-		"jitter":     func(c *Config) { c.Backoff.Jitter = 1.5 },
+	for name, f := range map[string]func(*PartitionConfig){
+		"lock":       func(c *PartitionConfig) { c.LockDuration = 999 * time.Millisecond },
+		"limit":      func(c *PartitionConfig) { c.DeliveryCountLimit = 1 },
+		"locks":      func(c *PartitionConfig) { c.MaxRecordLocks = 0 },
+		"max":        func(c *PartitionConfig) { c.Backoff.Max = time.Second },
+		"multiplier": func(c *PartitionConfig) { c.Backoff.Multiplier = 0.5 },
+		"jitter":     func(c *PartitionConfig) { c.Backoff.Jitter = 1.5 },
 	} {
-		c := Defaults()
+		c := PartitionDefaults()
 		f(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidPartitionConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -139,13 +139,13 @@ func FuzzDecodeValue(f *testing.F) {
 	f.Add(Update{StartOffset: -1, DeliveryCompleteCount: 3}.AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, err := DecodeSnapshot(b); err == nil {
-			if p, err := Load(Defaults(), s, nil); err == nil {
+			if p, err := LoadPartition(PartitionDefaults(), s, nil); err == nil {
 				p.Snapshot()
 			}
 		}
 		if u, err := DecodeUpdate(b); err == nil {
 			if len(u.StateBatches) < 64 {
-				_ = New(Defaults(), 0, nil).Apply(u)
+				_ = NewPartition(PartitionDefaults(), 0, nil).Apply(u)
 			}
 		}
 	})

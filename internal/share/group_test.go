@@ -1,0 +1,443 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupFakeTopics: a topic's id is its name, zero padded.
+type groupFakeTopics map[string]int32
+
+func (f groupFakeTopics) GroupTopic(name string) (GroupTopic, bool) {
+	n, ok := f[name]
+	return GroupTopic{Name: name, ID: groupFakeID(name), Partitions: n}, ok
+}
+
+func groupFakeID(name string) [16]byte {
+	var id [16]byte
+	copy(id[:], name)
+	return id
+}
+
+func groupFakeName(id [16]byte) string { return strings.TrimRight(string(id[:]), "\x00") }
+
+// groupTPs prints an assignment as topic/partition, sorted.
+func groupTPs(a GroupAssignment) string {
+	var parts []string
+	for _, id := range slices.SortedFunc(maps.Keys(a), func(x, y [16]byte) int { return strings.Compare(groupFakeName(x), groupFakeName(y)) }) {
+		for _, p := range a[id] {
+			parts = append(parts, fmt.Sprintf("%s/%d", groupFakeName(id), p))
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+var groupEpoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// groupHarness drives one ShareGroup from datadriven commands:
+//
+//	config [session=45s] [interval=5s] [max=N]   a new group (group "g")
+//	topic name=t partitions=N                    (0 deletes the topic)
+//	hb member=a [join|leave] [epoch=N] [topics=(t,u)] [id=X|noid] [v=0]
+//	   [rack=r] [client=c] [group=g] [why]
+//	tick +10s                                    advance the clock, then Expire
+//	state | describe | records | snapshot
+//	failover                                     replay the log into a new group, compare, use it
+//	delete | undo-delete
+//
+// A member's id is its alias unless id= or noid (v0: the group names it).
+// Without join or leave a heartbeat uses the alias' last epoch and sends
+// no subscription unless topics= is given; a join subscribes to (t)
+// unless topics= says otherwise.
+type groupHarness struct {
+	t      *testing.T
+	now    time.Time
+	topics groupFakeTopics
+	cfg    GroupConfig
+	g      *ShareGroup
+	idSeq  int
+
+	log     []GroupRecord // every record written
+	printed int           // records already printed
+	ids     map[string]string
+	epochs  map[string]int32
+	clients map[string]string
+}
+
+func newGroupHarness(t *testing.T) *groupHarness {
+	h := &groupHarness{t: t, now: groupEpoch0, topics: groupFakeTopics{"t": 4, "u": 2},
+		ids: map[string]string{}, epochs: map[string]int32{}, clients: map[string]string{}}
+	h.configure(DefaultGroupConfig())
+	return h
+}
+
+func (h *groupHarness) configure(cfg GroupConfig) {
+	cfg.NewMemberID = func() string { h.idSeq++; return fmt.Sprintf("m%d", h.idSeq) }
+	if err := cfg.Validate(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.cfg = cfg
+	h.g = NewShareGroup("g", cfg, h.topics)
+	h.log, h.printed = nil, 0
+}
+
+func groupArg(d *datadriven.TestData, key, def string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			if len(a.Vals) == 0 {
+				return ""
+			}
+			return a.Vals[0]
+		}
+	}
+	return def
+}
+
+func groupArgs(d *datadriven.TestData, key string) []string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return a.Vals
+		}
+	}
+	return nil
+}
+
+func (h *groupHarness) int(d *datadriven.TestData, key string, def int) int {
+	v, err := strconv.Atoi(groupArg(d, key, strconv.Itoa(def)))
+	if err != nil {
+		d.Fatalf(h.t, "%s: %v", key, err)
+	}
+	return v
+}
+
+func (h *groupHarness) dur(d *datadriven.TestData, key string, def time.Duration) time.Duration {
+	s := groupArg(d, key, "")
+	if s == "" {
+		return def
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		d.Fatalf(h.t, "%s: %v", key, err)
+	}
+	return v
+}
+
+func groupCode(c int16) string {
+	if c == 0 {
+		return "NONE"
+	}
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(c), &ke) {
+		return ke.Message
+	}
+	return strconv.Itoa(int(c))
+}
+
+func (h *groupHarness) apply(ch GroupChange) string {
+	h.log = append(h.log, ch.Records...)
+	var b strings.Builder
+	for _, r := range ch.Removed {
+		fmt.Fprintf(&b, "removed %s (%s) had %s\n", r.MemberID, r.Reason, groupTPs(r.Assigned))
+	}
+	return b.String()
+}
+
+func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "config":
+		cfg := DefaultGroupConfig()
+		cfg.SessionTimeout = h.dur(d, "session", cfg.SessionTimeout)
+		cfg.HeartbeatInterval = h.dur(d, "interval", cfg.HeartbeatInterval)
+		cfg.MaxSize = h.int(d, "max", cfg.MaxSize)
+		h.configure(cfg)
+		return "ok"
+	case "topic":
+		name := groupArg(d, "name", "")
+		if n := h.int(d, "partitions", 0); n > 0 {
+			h.topics[name] = int32(n)
+		} else {
+			delete(h.topics, name)
+		}
+		return "ok"
+	case "hb":
+		return h.heartbeat(d)
+	case "tick":
+		v, err := time.ParseDuration(strings.TrimPrefix(d.CmdArgs[0].Key, "+"))
+		if err != nil {
+			d.Fatalf(t, "tick: %v", err)
+		}
+		h.now = h.now.Add(v)
+		out := h.apply(h.g.Expire(h.now))
+		return out + fmt.Sprintf("now +%s", h.now.Sub(groupEpoch0))
+	case "state":
+		return h.state(h.g)
+	case "describe":
+		return groupDescribe(h.g.Describe())
+	case "records":
+		var b strings.Builder
+		for _, r := range h.log[h.printed:] {
+			b.WriteString(groupRecordString(r))
+			b.WriteByte('\n')
+		}
+		h.printed = len(h.log)
+		if b.Len() == 0 {
+			return "(none)"
+		}
+		return b.String()
+	case "snapshot":
+		var b strings.Builder
+		for _, r := range h.g.Snapshot() {
+			b.WriteString(groupRecordString(r))
+			b.WriteByte('\n')
+		}
+		return b.String()
+	case "failover":
+		return h.failover()
+	case "delete":
+		recs, code := h.g.Delete()
+		h.log = append(h.log, recs...)
+		return fmt.Sprintf("delete: %s state=%s", groupCode(code), h.g.State())
+	case "undo-delete":
+		h.g.UndoDelete()
+		return "state=" + h.g.State()
+	default:
+		d.Fatalf(t, "unknown command %s", d.Cmd)
+		return ""
+	}
+}
+
+func (h *groupHarness) heartbeat(d *datadriven.TestData) string {
+	alias := groupArg(d, "member", "")
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version = int16(h.int(d, "v", 1))
+	req.GroupID = groupArg(d, "group", "g")
+	id, ok := h.ids[alias]
+	if !ok {
+		id = alias
+	}
+	switch {
+	case d.HasArg("id"):
+		id = groupArg(d, "id", "")
+	case d.HasArg("noid"):
+		id = ""
+	}
+	req.MemberID = id
+	switch {
+	case d.HasArg("join"):
+		req.MemberEpoch = 0
+		req.SubscribedTopicNames = []string{"t"}
+	case d.HasArg("leave"):
+		req.MemberEpoch = groupLeaveEpoch
+	default:
+		req.MemberEpoch = h.epochs[alias]
+	}
+	if d.HasArg("epoch") {
+		req.MemberEpoch = int32(h.int(d, "epoch", 0))
+	}
+	if d.HasArg("topics") {
+		req.SubscribedTopicNames = []string{}
+		for _, t := range groupArgs(d, "topics") {
+			if t != "" {
+				req.SubscribedTopicNames = append(req.SubscribedTopicNames, t)
+			}
+		}
+	}
+	if d.HasArg("rack") {
+		rack := groupArg(d, "rack", "")
+		req.RackID = &rack
+	}
+	if d.HasArg("client") {
+		h.clients[alias] = groupArg(d, "client", "")
+	}
+	client := GroupClient{ID: alias, Host: "/10.0.0.1"}
+	if c, ok := h.clients[alias]; ok {
+		client.ID = c
+	}
+	resp, ch := h.g.Heartbeat(req, client, h.now)
+	var b strings.Builder
+	fmt.Fprintf(&b, "hb %s: %s", alias, groupCode(resp.ErrorCode))
+	if resp.ErrorCode == 0 {
+		if resp.MemberID != nil && *resp.MemberID != alias {
+			fmt.Fprintf(&b, " member=%s", *resp.MemberID)
+		}
+		fmt.Fprintf(&b, " epoch=%d", resp.MemberEpoch)
+		if resp.Assignment != nil {
+			a := make(GroupAssignment)
+			for _, t := range resp.Assignment.TopicPartitions {
+				for _, p := range t.Partitions {
+					a.add(t.TopicID, p)
+				}
+			}
+			fmt.Fprintf(&b, " assigned=%s", groupTPs(a))
+		}
+		if resp.HeartbeatIntervalMillis != 5000 {
+			fmt.Fprintf(&b, " interval=%dms", resp.HeartbeatIntervalMillis)
+		}
+		if resp.MemberID != nil && req.MemberEpoch >= 0 {
+			h.ids[alias] = *resp.MemberID
+			h.epochs[alias] = resp.MemberEpoch
+		}
+	} else {
+		if len(ch.Records) > 0 || len(ch.Removed) > 0 {
+			h.t.Fatalf("failed heartbeat changed the group: %+v", ch)
+		}
+		if resp.ErrorMessage != nil && d.HasArg("why") {
+			fmt.Fprintf(&b, " (%s)", *resp.ErrorMessage)
+		}
+	}
+	b.WriteByte('\n')
+	b.WriteString(h.apply(ch))
+	return b.String()
+}
+
+// state prints the group from the inside.
+func (h *groupHarness) state(g *ShareGroup) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s epoch=%d assignment-epoch=%d exists=%t\n", g.id, g.State(), g.epoch, g.assignmentEpoch, g.Exists())
+	for _, m := range g.ordered() {
+		rack := ""
+		if m.rackID != nil {
+			rack = " rack=" + *m.rackID
+		}
+		fmt.Fprintf(&b, "  %s topics=%s%s epoch=%d prev=%d assigned=%s target=%s seen=-%s\n", m.id, strings.Join(m.topics, ","), rack,
+			m.epoch, m.prevEpoch, groupTPs(m.assigned), groupTPs(g.target[m.id]), h.now.Sub(m.lastHeartbeat))
+	}
+	return b.String()
+}
+
+func groupDescribe(rg kmsg.ShareGroupDescribeResponseGroup) string {
+	var b strings.Builder
+	if rg.ErrorCode != 0 {
+		msg := ""
+		if rg.ErrorMessage != nil {
+			msg = " (" + *rg.ErrorMessage + ")"
+		}
+		return fmt.Sprintf("describe %s: %s%s\n", rg.GroupID, groupCode(rg.ErrorCode), msg)
+	}
+	fmt.Fprintf(&b, "describe %s: state=%s epoch=%d assignment-epoch=%d assignor=%s\n", rg.GroupID, rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor)
+	for _, m := range rg.Members {
+		var parts []string
+		for _, t := range m.Assignment.TopicPartitions {
+			if t.Topic != groupFakeName(t.TopicID) {
+				parts = append(parts, "BADNAME")
+			}
+			for _, p := range t.Partitions {
+				parts = append(parts, fmt.Sprintf("%s/%d", t.Topic, p))
+			}
+		}
+		slices.Sort(parts)
+		rack := ""
+		if m.RackID != nil {
+			rack = " rack=" + *m.RackID
+		}
+		fmt.Fprintf(&b, "  %s epoch=%d client=%s host=%s%s topics=%s assigned=[%s]\n", m.MemberID, m.MemberEpoch, m.ClientID, m.ClientHost, rack,
+			strings.Join(m.SubscribedTopicNames, ","), strings.Join(parts, " "))
+	}
+	return b.String()
+}
+
+// groupRecordString decodes a record for "records".
+func groupRecordString(r GroupRecord) string {
+	k, err := decodeGroupKey(r.Key)
+	if err != nil {
+		return err.Error()
+	}
+	names := map[int16]string{
+		groupRecMember: "member", groupRecMetadata: "epoch", groupRecTargetMeta: "target-epoch",
+		groupRecTarget: "target", groupRecCurrent: "current",
+	}
+	s := fmt.Sprintf("%d %s %s", k.typ, k.group, names[k.typ])
+	if k.member != "" {
+		s += " " + k.member
+	}
+	if r.Value == nil {
+		return s + " tombstone"
+	}
+	v, err := decodeGroupValue(k.typ, r.Value)
+	if err != nil {
+		return s + " " + err.Error()
+	}
+	switch v := v.(type) {
+	case groupEpochValue:
+		return fmt.Sprintf("%s=%d hash=%t", s, v.epoch, v.hash != 0)
+	case int32:
+		return fmt.Sprintf("%s=%d", s, v)
+	case *groupMemberValue:
+		rack := "-"
+		if v.rackID != nil {
+			rack = *v.rackID
+		}
+		return fmt.Sprintf("%s client=%s host=%s rack=%s topics=%s", s, v.clientID, v.clientHost, rack, strings.Join(v.topics, ","))
+	case GroupAssignment:
+		return s + " " + groupTPs(v)
+	case *groupCurrentValue:
+		return fmt.Sprintf("%s epoch=%d prev=%d state=%d assigned=%s", s, v.epoch, v.prevEpoch, v.state, groupTPs(v.assigned))
+	}
+	return s
+}
+
+// failover replays every record written into a new group, as a
+// coordinator taking over the partition does, checks that it equals the
+// live group (but for sessions, which restart at the load) and carries
+// on with it.
+func (h *groupHarness) failover() string {
+	l := NewGroupLoader()
+	for _, r := range h.log {
+		if err := l.Add(r); err != nil {
+			h.t.Fatalf("replay: %v", err)
+		}
+	}
+	gs := l.Finish(h.cfg, h.topics, h.now)
+	var b strings.Builder
+	switch {
+	case len(gs) == 0 && h.g.Exists():
+		b.WriteString("replay: group missing\n")
+	case len(gs) == 0:
+		b.WriteString("replay: no group\n")
+		h.g = NewShareGroup("g", h.cfg, h.topics)
+	default:
+		replayed := gs[0]
+		for _, m := range h.g.members {
+			m.lastHeartbeat = h.now // sessions restart at the load
+		}
+		live, got := h.state(h.g), h.state(replayed)
+		live += groupDescribe(h.g.Describe())
+		got += groupDescribe(replayed.Describe())
+		if live != got || replayed.metadataHash != h.g.metadataHash {
+			fmt.Fprintf(&b, "replay differs:\nlive:\n%sreplayed:\n%s", live, got)
+		} else {
+			b.WriteString("replay: equal\n")
+		}
+		h.g = replayed
+	}
+	return b.String()
+}
+
+// TestGroupDataDriven runs testdata/group_*. Regenerate the expected
+// output with -rewrite.
+func TestGroupDataDriven(t *testing.T) {
+	paths, err := filepath.Glob("testdata/group_*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no testdata/group_* files")
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			h := newGroupHarness(t)
+			datadriven.RunTest(t, path, h.run)
+		})
+	}
+}
