@@ -17,7 +17,10 @@ package share
 // session expires, while kgo and the Java client keep their member id on
 // FENCED_MEMBER_EPOCH and rejoin with epoch 0 at once, so under Kafka
 // such a member is out for up to a session timeout. Berth takes it back
-// at once, as its consumer groups do.
+// at once, as its consumer groups do. And a heartbeat with the member's
+// previous epoch (accepted: the answer that moved it on was lost) gets
+// the assignment back; Kafka sends none unless it changed again, so the
+// member would keep its old one until it sends a full request.
 
 import (
 	"fmt"
@@ -131,6 +134,7 @@ func (g *ShareGroup) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Grou
 
 	// Valid: from here on the heartbeat changes the group.
 	isNew := g.members[memberID] == nil
+	lost := req.MemberEpoch > 0 && req.MemberEpoch < m.epoch // came with its previous epoch
 	before := m.assigned
 	subscribed, changed := m.apply(req, client)
 	m.lastHeartbeat = now
@@ -153,8 +157,10 @@ func (g *ShareGroup) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Grou
 	resp.HeartbeatIntervalMillis = int32(g.cfg.HeartbeatInterval / time.Millisecond)
 	// The assignment goes to a join, a full request (one with its
 	// subscription: sent on joining and after errors) and whoever's
-	// assignment changed.
-	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || (reconciled && !m.assigned.Equal(before)) {
+	// assignment changed, as in Kafka; and (Berth) to a member that came
+	// with its previous epoch: the answer that moved it on, and carried
+	// its new assignment, was lost.
+	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || lost || (reconciled && !m.assigned.Equal(before)) {
 		resp.Assignment = groupResponseAssignment(m.assigned)
 	}
 	return resp, nil
