@@ -176,6 +176,12 @@ func NewShareGroup(id string, cfg GroupConfig, topics GroupTopics) *ShareGroup {
 	}
 }
 
+// Reconfigure replaces the group's settings (a per-group
+// share.session.timeout.ms or share.heartbeat.interval.ms was altered):
+// sessions run with the new timeout from their last heartbeat, members
+// learn the new interval at their next heartbeat.
+func (g *ShareGroup) Reconfigure(cfg GroupConfig) { g.cfg = cfg }
+
 // ID is the group id.
 func (g *ShareGroup) ID() string { return g.id }
 
