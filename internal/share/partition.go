@@ -250,6 +250,7 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 	// In the window: collect the ranges first, then change them.
 	type piece struct{ first, last int64 }
 	var pieces []piece
+	j := 0 // runs and fetched are both in offset order
 	for _, r := range p.runs {
 		if taken >= maxRecords {
 			break
@@ -257,7 +258,13 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 		if r.state != Available || r.availableAt > n {
 			continue
 		}
-		for _, b := range fetched {
+		for j < len(fetched) && fetched[j].Last < r.first {
+			j++
+		}
+		for _, b := range fetched[j:] {
+			if b.First > r.last {
+				break
+			}
 			a, z := max(b.First, r.first), min(b.Last, r.last)
 			if a > z {
 				continue
@@ -318,7 +325,8 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 
 // Acknowledge applies a member's acknowledgements, all or nothing as
 // Kafka does: every offset at or past StartOffset in acks must be
-// acquired by member, else nothing changes and the error (wrapping
+// acquired by member under a lock that has not expired at now (even if
+// Expire has not run yet), else nothing changes and the error (wrapping
 // ErrInvalidRecordState) names the first offending offset. Offsets below
 // StartOffset are ignored (already finished). ACCEPT acknowledges;
 // RELEASE makes the record available after its backoff (or archives it at
@@ -341,13 +349,13 @@ func (p *SharePartition) Acknowledge(member string, acks []Ack, now time.Time) (
 		}
 		prev = a.Last
 	}
+	n := ms(now)
 	for _, a := range acks {
-		if err := p.checkAcquired(member, max(a.First, p.start), a.Last); err != nil {
+		if err := p.checkAcquired(member, max(a.First, p.start), a.Last, n); err != nil {
 			return StateChange{}, err
 		}
 	}
 	p.begin()
-	n := ms(now)
 	for _, a := range acks {
 		for first := a.First; first <= a.Last; {
 			t := a.Types[0]
@@ -368,7 +376,7 @@ func (p *SharePartition) Acknowledge(member string, acks []Ack, now time.Time) (
 	return p.finish(), nil
 }
 
-func (p *SharePartition) checkAcquired(member string, first, last int64) error {
+func (p *SharePartition) checkAcquired(member string, first, last, now int64) error {
 	if first > last {
 		return nil
 	}
@@ -385,6 +393,9 @@ func (p *SharePartition) checkAcquired(member string, first, last int64) error {
 				who = " by another member"
 			}
 			return fmt.Errorf("%w: offset %d is %s%s", ErrInvalidRecordState, max(r.first, first), r.state, who)
+		}
+		if r.deadline <= now {
+			return fmt.Errorf("%w: the lock of offset %d expired at %s", ErrInvalidRecordState, max(r.first, first), time.UnixMilli(r.deadline).UTC().Format(time.RFC3339Nano))
 		}
 	}
 	return nil

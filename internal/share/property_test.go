@@ -164,7 +164,7 @@ func runRandomPartition(t *testing.T, seed uint64, steps int) {
 					a.Types = []AckType{AckType(rng.IntN(5))}
 				}
 				for o := max(first, p.StartOffset()); o <= last; o++ {
-					if h, ok := m.held[o]; !ok || h.member != member {
+					if h, ok := m.held[o]; !ok || h.member != member || !h.deadline.After(now) {
 						want = false
 					}
 				}

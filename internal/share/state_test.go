@@ -150,3 +150,34 @@ func FuzzDecodeValue(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAcquireAck: one member acquires 100 records at a time from
+// batches of 10 and accepts every other one, releasing the rest.
+func BenchmarkAcquireAck(b *testing.B) {
+	cfg := PartitionDefaults()
+	cfg.Backoff.Initial = 0
+	p := NewPartition(cfg, 0, nil)
+	now := spT0
+	for i := 0; b.Loop(); i++ {
+		off, _ := p.NextFetchOffset(now)
+		var fetched []LogBatch
+		for o := off; o < off+200; o += 10 {
+			fetched = append(fetched, LogBatch{o, o + 9})
+		}
+		acq, _ := p.Acquire("a", fetched, 100, now)
+		var acks []Ack
+		for _, a := range acq {
+			for o := a.First; o <= a.Last; o++ {
+				t := AckAccept
+				if o%2 == 1 && i%3 != 0 {
+					t = AckRelease
+				}
+				acks = append(acks, Ack{First: o, Last: o, Types: []AckType{t}})
+			}
+		}
+		if _, err := p.Acknowledge("a", acks, now); err != nil {
+			b.Fatal(err)
+		}
+		now = now.Add(time.Millisecond)
+	}
+}
