@@ -115,8 +115,20 @@ func runRandomPartition(t *testing.T, seed uint64, steps int) {
 					}
 				}
 			}
-			acq, res := p.Acquire(member, fetched, 1+rng.IntN(10), now)
+			maxRecords := 1 + rng.IntN(10)
+			acq, res := p.Acquire(member, fetched, maxRecords, now)
 			persist(res)
+			total, prev := 0, int64(-1)
+			for _, a := range acq {
+				if a.First <= prev || a.Last < a.First {
+					t.Fatalf("step %d: acquired ranges out of order: %v", step, acq)
+				}
+				total += int(a.Last - a.First + 1)
+				prev = a.Last
+			}
+			if total > maxRecords {
+				t.Fatalf("step %d: acquired %d records, max %d", step, total, maxRecords)
+			}
 			for _, a := range acq {
 				for o := a.First; o <= a.Last; o++ {
 					if h, ok := m.held[o]; ok {
