@@ -1,7 +1,8 @@
 package group
 
 // DeleteGroups (versions 0-3), DescribeGroups (0-6), ListGroups (0-5) and
-// the snapshots for metrics and the CLI, for classic and consumer groups.
+// the snapshots for metrics and the CLI, for classic, consumer and share
+// groups (share groups' own are in share.go).
 
 import (
 	"cmp"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // DeleteGroups serves a DeleteGroups request: only Empty groups are
@@ -45,10 +48,42 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*
 			continue
 		}
 		var f fx
-		switch g.state {
-		case stateDead:
+		switch {
+		case g.state == stateDead:
 			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
-		case stateEmpty:
+		case g.isShare():
+			recs, code := c.deleteShare(g)
+			if code != 0 {
+				resp.Groups[i].ErrorCode = code
+				break
+			}
+			mu.Lock()
+			waiting++
+			mu.Unlock()
+			i := i
+			c.write(g.partition, recs, func(err error) {
+				g.mu.Lock()
+				g.deleting = false
+				if err != nil {
+					// Not deleted after all.
+					c.log.Warn("writing share group tombstones failed", "group", g.id, "err", err)
+					if g.state == stateDead && !g.removed {
+						g.sh.sg.UndoDelete()
+						g.state = stateEmpty
+					}
+				}
+				g.mu.Unlock()
+				if err == nil {
+					c.reap(g)
+				}
+				mu.Lock()
+				if err != nil {
+					resp.Groups[i].ErrorCode = storeErrorCode(err, false)
+				}
+				mu.Unlock()
+				finish()
+			})
+		case g.state == stateEmpty:
 			recs := c.deleteGroup(g)
 			mu.Lock()
 			waiting++
@@ -122,7 +157,12 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		switch {
 		case code != 0:
 			rg.ErrorCode = code
-		case g == nil:
+		case g == nil || g.isShare():
+			// A share group is not a classic group: Kafka answers as
+			// for a group that does not exist.
+			if g != nil {
+				g.mu.Unlock()
+			}
 			rg.State = stateDead.String()
 			if req.Version >= 6 { // KIP-1043
 				rg.ErrorCode = kerr.GroupIDNotFound.Code
@@ -155,8 +195,8 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 }
 
 // ListGroups serves a ListGroups request: the groups of the loaded
-// partitions, filtered by state (v4+) and type (v5+: "classic" or
-// "consumer"). While a partition loads the answer carries
+// partitions, filtered by state (v4+) and type (v5+: "classic",
+// "consumer" or "share"; no filter lists every type). While a partition loads the answer carries
 // COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -217,7 +257,7 @@ func (c *Coordinator) Committed() []CommittedOffset {
 // GroupInfo summarises one group.
 type GroupInfo struct {
 	ID, State, ProtocolType, Protocol string
-	Type                              string // "classic" or "consumer" (KIP-848; Protocol is its assignor)
+	Type                              string // "classic", "consumer" (KIP-848; Protocol is its assignor) or "share" (KIP-932)
 	Generation                        int32  // a consumer group's epoch
 	Members                           int
 	Rebalances                        int64 // times it entered PreparingRebalance, or its epoch was bumped, since loaded
@@ -230,6 +270,9 @@ func (c *Coordinator) Groups() []GroupInfo {
 		g.mu.Lock()
 		switch {
 		case g.state == stateDead:
+		case g.isShare():
+			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: share.AssignorName,
+				Type: g.typeName(), Generation: g.sh.sg.Epoch(), Members: g.sh.sg.Len(), Rebalances: g.rebalances})
 		case g.isConsumer():
 			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: g.cg.assignor,
 				Type: g.typeName(), Generation: g.cg.epoch, Members: len(g.cg.members), Rebalances: g.rebalances})

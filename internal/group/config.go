@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // Config configures a Coordinator. Field comments name the Kafka setting.
@@ -33,6 +35,20 @@ type Config struct {
 	// range): the server assignors members may ask for; the first is used
 	// when none asks.
 	ConsumerAssignors []string
+
+	// Share groups (KIP-932, ShareGroupHeartbeat). As for consumer
+	// groups, the session timeout and heartbeat interval are the broker's.
+	ShareSessionTimeout    time.Duration // group.share.session.timeout.ms, default 45s
+	ShareHeartbeatInterval time.Duration // group.share.heartbeat.interval.ms, default 5s
+	ShareMaxGroupSize      int           // group.share.max.size, default 200
+	// ShareNewMemberID names a share member that joins without an id
+	// (ShareGroupHeartbeat v0); nil: a random UUID. For tests.
+	ShareNewMemberID func() string
+	// OnShareMembersRemoved, if set, is called with no lock held for the
+	// members that left a share group or whose session expired, once per
+	// change, in order: the share partitions release what they hold. It
+	// must not block.
+	OnShareMembersRemoved func(group string, removed []share.GroupRemoval)
 
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.
@@ -81,6 +97,16 @@ func (c *Config) Defaults() {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
+	def := share.DefaultGroupConfig()
+	if c.ShareSessionTimeout == 0 {
+		c.ShareSessionTimeout = def.SessionTimeout
+	}
+	if c.ShareHeartbeatInterval == 0 {
+		c.ShareHeartbeatInterval = def.HeartbeatInterval
+	}
+	if c.ShareMaxGroupSize == 0 {
+		c.ShareMaxGroupSize = def.MaxSize
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -120,6 +146,22 @@ func (c *Config) Validate() error {
 	for _, a := range c.ConsumerAssignors {
 		if !slices.Contains(knownAssignors, a) {
 			errs = append(errs, fmt.Errorf("group.consumer.assignors: unknown assignor %q (known: %v)", a, knownAssignors))
+		}
+	}
+	if c.ShareSessionTimeout != 0 || c.ShareHeartbeatInterval != 0 || c.ShareMaxGroupSize != 0 {
+		sc := share.GroupConfig{SessionTimeout: c.ShareSessionTimeout, HeartbeatInterval: c.ShareHeartbeatInterval, MaxSize: c.ShareMaxGroupSize}
+		def := share.DefaultGroupConfig()
+		if sc.SessionTimeout == 0 {
+			sc.SessionTimeout = def.SessionTimeout
+		}
+		if sc.HeartbeatInterval == 0 {
+			sc.HeartbeatInterval = def.HeartbeatInterval
+		}
+		if sc.MaxSize == 0 {
+			sc.MaxSize = def.MaxSize
+		}
+		if err := sc.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // memberState is a consumer group member's reconciliation state, with
@@ -424,6 +426,9 @@ func (g *group) isConsumer() bool { return g.cg != nil }
 
 // typeName is the group type ListGroups reports.
 func (g *group) typeName() string {
+	if g.isShare() {
+		return share.GroupTypeShare
+	}
 	if g.isConsumer() {
 		return "consumer"
 	}
@@ -435,13 +440,16 @@ func (g *group) stateName() string {
 	if g.isConsumer() && g.state != stateDead {
 		return g.cg.stateName()
 	}
+	if g.isShare() && g.state != stateDead {
+		return g.sh.sg.State()
+	}
 	return g.state.String()
 }
 
 // emptyClassic reports whether g is a classic group nobody is in, which
 // an 848 member may convert.
 func (g *group) emptyClassic() bool {
-	return !g.isConsumer() && g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0
+	return !g.isConsumer() && !g.isShare() && g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0
 }
 
 // toConsumer converts an empty classic group into a consumer group

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // Store persists records in partition p of __consumer_offsets. done is
@@ -71,6 +73,7 @@ type Coordinator struct {
 type offsetsPartition struct {
 	loading bool
 	loaded  map[string]*loadingGroup // records replayed so far, while loading
+	shares  *share.GroupLoader       // share group records replayed so far, while loading
 }
 
 type pendingWrite struct {
@@ -151,7 +154,8 @@ func (c *Coordinator) Close() {
 
 // Tick runs the timers as of now: session timeouts, KIP-394 pending
 // member ids, the initial rebalance delay, rebalance and sync timeouts,
-// consumer group members' session and revocation timeouts, and (every
+// consumer group members' session and revocation timeouts, share group
+// members' sessions, and (every
 // OffsetsRetentionCheckInterval) offset expiry. It is
 // deterministic: tests drive it with a fake clock.
 func (c *Coordinator) Tick(now time.Time) {
@@ -290,9 +294,7 @@ func (c *Coordinator) finishOp(g *group) bool {
 	if g.removed {
 		return false
 	}
-	if g.state == stateEmpty && g.generation == 0 && !g.persisted && len(g.members) == 0 &&
-		len(g.pending) == 0 && len(g.offsets) == 0 && len(g.pendingCommits) == 0 &&
-		(g.cg == nil || (g.cg.epoch == 0 && len(g.cg.members) == 0)) {
+	if g.blank() {
 		g.state = stateDead
 	}
 	return g.state == stateDead && !g.deleting

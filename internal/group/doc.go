@@ -1,7 +1,9 @@
 // Package group is the group coordinator for Kafka's classic consumer
 // group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), for KIP-848
 // consumer groups, whose partitions the coordinator assigns
-// (ConsumerGroupHeartbeat/ConsumerGroupDescribe), and for committed offsets
+// (ConsumerGroupHeartbeat/ConsumerGroupDescribe), for KIP-932 share
+// groups' membership (ShareGroupHeartbeat/ShareGroupDescribe; the state
+// machine is internal/share's ShareGroup), and for committed offsets
 // (OffsetCommit/OffsetFetch/OffsetDelete), with DeleteGroups,
 // DescribeGroups and ListGroups. Groups live on the
 // partition of __consumer_offsets their id hashes to (PartitionFor); the
@@ -50,7 +52,9 @@
 // (Coordinator.write), and Coordinator.flush hands them to Store.Write
 // after the lock is released, in queue order, so the log's last record
 // for a key is the latest state even when two goroutines race. A consumer
-// group's state (group.cg) is guarded by its group's mu too. The
+// group's state (group.cg) and a share group's (group.sh) are guarded by
+// their group's mu too. Config.OnShareMembersRemoved is called with no
+// lock held. The
 // TopicResolver is called with a group's mu held (and c.mu in FinishLoad):
 // it must neither call the coordinator nor wait on a lock held by a caller
 // of it (internal/app's reads an atomically published metadata image).
@@ -134,6 +138,27 @@
 //     Kafka requires the instance id on a -2; kgo (v1.22) sends none, which
 //     Kafka refuses (INVALID_REQUEST, and the member holds its partitions
 //     until its session expires): Berth uses the member's own.
+//
+// # KIP-932 share groups (share.go)
+//
+//   - A group id names one group of one type: a share group is a group
+//     with group.sh set (never cg, never classic members). Its records
+//     (key versions 9-15) are the share package's, converted to Records
+//     and written like a consumer group's: answers wait for durability, a
+//     failed write sets dirty and the next change rewrites Snapshot. How
+//     other types' APIs answer on a share group (Kafka's answers) is in
+//     share.go's header.
+//   - group.state is Empty or Stable (Dead while deleted), as for
+//     consumer groups; ListGroups reports type and protocol type "share".
+//   - Sessions expire from Tick (ShareGroup.NextExpiry/Expire); members
+//     removed by a leave or an expiry go to Config.OnShareMembersRemoved
+//     once locks are released, so the share partitions can release their
+//     records. Offset expiry never deletes a share group (it has no
+//     committed offsets; its progress is in __share_group_state).
+//   - Loading hands share group keys to one share.GroupLoader per
+//     partition; FinishLoad builds the groups. A share group's records
+//     beside a classic or consumer group's of the same id (not written by
+//     one coordinator) are ignored, with a warning.
 //
 // # Not done
 //

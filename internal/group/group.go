@@ -149,6 +149,9 @@ type group struct {
 	// group. A consumer group's state is Empty (no members) or Stable
 	// here, Dead while deleted; its own states are cg.stateName's.
 	cg *consumerGroup
+	// sh is the state of a share group (KIP-932), nil for other types.
+	// Its state here is Empty or Stable, Dead while deleted.
+	sh *shareGroup
 
 	rebalances int64 // times the group entered PreparingRebalance, or a consumer group's epoch was bumped
 	persisted  bool  // a metadata record was loaded or written for it
@@ -588,6 +591,10 @@ func (c *Coordinator) tickGroup(g *group, now time.Time, f *fx) {
 	}
 	if g.isConsumer() {
 		c.tickConsumer(g, now)
+		return
+	}
+	if g.isShare() {
+		c.tickShare(g, now, f)
 		return
 	}
 	for id, until := range g.pending {

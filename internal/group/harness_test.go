@@ -18,6 +18,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // fakeStore keeps durable records per partition. Inline it completes
@@ -129,6 +131,12 @@ func (h *harness) newCoordinator() *Coordinator {
 	cfg.Now = func() time.Time { return h.now }
 	cfg.NewMemberID = func(client string) string { h.idSeq++; return fmt.Sprintf("%s-%d", client, h.idSeq) }
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.ShareNewMemberID = func() string { h.idSeq++; return fmt.Sprintf("share-%d", h.idSeq) }
+	cfg.OnShareMembersRemoved = func(g string, removed []share.GroupRemoval) {
+		for _, r := range removed {
+			h.printf("removed %s: %s (%s) had=%s", g, r.MemberID, r.Reason, shareTPs(r.Assigned))
+		}
+	}
 	return New(cfg, h.store, h.topics)
 }
 
@@ -278,6 +286,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			OffsetsTopicPartitions:        int32(h.int(d, "partitions", 4)),
 			ConsumerSessionTimeout:        h.dur(d, "cg-session", "45s"),
 			ConsumerMaxGroupSize:          h.int(d, "cg-max-size", 0),
+			ShareSessionTimeout:           h.dur(d, "share-session", "45s"),
+			ShareMaxGroupSize:             h.int(d, "share-max-size", 200),
 		}
 		// A fresh store, topics and aliases: "reload" is for restarts.
 		h.store = newFakeStore()
@@ -467,7 +477,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		ok, loading := h.c.Owns(g)
 		h.printf("owns %s (partition %d): ok=%v loading=%v", g, PartitionFor(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
 	default:
-		if !h.runConsumer(d) {
+		if !h.runConsumer(d) && !h.runShare(d) {
 			d.Fatalf(t, "unknown command %s", d.Cmd)
 		}
 	}
@@ -773,6 +783,11 @@ func (h *harness) printState(d *datadriven.TestData) {
 			continue
 		}
 		g.mu.Lock()
+		if g.isShare() {
+			h.printShareState(g)
+			g.mu.Unlock()
+			continue
+		}
 		if g.isConsumer() {
 			h.printConsumerState(g)
 			g.mu.Unlock()
@@ -805,6 +820,10 @@ func (h *harness) printRecords() {
 	defer h.store.mu.Unlock()
 	for _, p := range slices.Sorted(maps.Keys(h.store.log)) {
 		for _, r := range h.store.log[p] {
+			if share.IsGroupRecordKey(r.Key) {
+				h.printfLocked("p%d: %s", p, shareRecord(r))
+				continue
+			}
 			k, err := decodeKey(r.Key)
 			if err != nil {
 				h.printfLocked("p%d: %v", p, err)

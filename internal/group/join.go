@@ -89,6 +89,9 @@ func (c *Coordinator) join(g *group, j *join, f *fx) int16 {
 	case g.state == stateDead:
 		// Being deleted or moved: the client looks the coordinator up again.
 		return kerr.CoordinatorNotAvailable.Code
+	case g.isShare():
+		// Kafka's answer to a classic join of a share group.
+		return kerr.InconsistentGroupProtocol.Code
 	case g.isConsumer() && len(g.cg.members) > 0:
 		// Kafka lets classic members join a consumer group (KIP-848's
 		// online migration); Berth does not.

@@ -6,7 +6,8 @@ package group
 // in log order into a buffer (latest record per key wins, tombstones
 // delete), and FinishLoad turns the buffer into groups: classic groups
 // from their GroupMetadata record, consumer groups from their KIP-848
-// records.
+// records, share groups from theirs (key versions 9-15, replayed by a
+// share.GroupLoader).
 
 import (
 	"bytes"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // loadingGroup is what the records replayed so far say about one group.
@@ -52,7 +55,7 @@ func (c *Coordinator) BeginLoad(p int32) {
 	var f fx
 	c.mu.Lock()
 	c.dropPartition(p, &f)
-	c.parts[p] = &offsetsPartition{loading: true, loaded: make(map[string]*loadingGroup)}
+	c.parts[p] = &offsetsPartition{loading: true, loaded: make(map[string]*loadingGroup), shares: share.NewGroupLoader()}
 	c.mu.Unlock()
 	f.run()
 }
@@ -61,6 +64,10 @@ func (c *Coordinator) BeginLoad(p int32) {
 // a partition not loading are ignored; records that do not decode are
 // logged and skipped.
 func (c *Coordinator) LoadRecord(p int32, r Record) {
+	if share.IsGroupRecordKey(r.Key) {
+		c.loadShareRecord(p, r)
+		return
+	}
 	k, err := decodeKey(r.Key)
 	if err != nil {
 		c.log.Warn("skipping __consumer_offsets record", "partition", p, "err", err)
@@ -183,6 +190,7 @@ func (c *Coordinator) FinishLoad(p int32) {
 	if c.topics != nil {
 		topics = c.topics.Topics()
 	}
+	shares := ps.shares.Finish(c.shareConfig(), groupTopics{c}, now)
 	for id, lg := range ps.loaded {
 		consumer := lg.consumer != nil && lg.consumer.epoch != nil && (lg.meta == nil || lg.consumerLast)
 		if lg.meta == nil && len(lg.offsets) == 0 && !consumer {
@@ -197,7 +205,21 @@ func (c *Coordinator) FinishLoad(p int32) {
 		}
 		c.groups[id] = g
 	}
-	ps.loading, ps.loaded = false, nil
+	for _, sg := range shares {
+		if old := c.groups[sg.ID()]; old != nil && (old.persisted || old.isConsumer()) {
+			// Both a classic or consumer group and a share group: the
+			// log was not written by one coordinator. Keep the other.
+			c.log.Warn("share group records beside another group's; ignoring them", "partition", p, "group", sg.ID())
+			continue
+		}
+		g := newGroup(sg.ID(), p, time.Time{})
+		if old := c.groups[sg.ID()]; old != nil {
+			g = old // offsets only (Kafka keeps none for share groups)
+		}
+		loadShareGroup(g, sg)
+		c.groups[sg.ID()] = g
+	}
+	ps.loading, ps.loaded, ps.shares = false, nil, nil
 }
 
 func loadGroup(id string, p int32, lg *loadingGroup, now time.Time) *group {
@@ -303,6 +325,20 @@ func (c *Coordinator) loadConsumerGroup(g *group, lc *loadingConsumer, topics []
 	g.state = stateEmpty
 	if len(cg.members) > 0 {
 		g.state = stateStable
+	}
+}
+
+// loadShareRecord replays one share group record of partition p.
+func (c *Coordinator) loadShareRecord(p int32, r Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.parts[p]
+	if ps == nil || !ps.loading {
+		c.log.Warn("record for a partition not loading", "partition", p)
+		return
+	}
+	if err := ps.shares.Add(share.GroupRecord{Key: r.Key, Value: r.Value}); err != nil {
+		c.log.Warn("skipping __consumer_offsets record", "partition", p, "err", err)
 	}
 }
 

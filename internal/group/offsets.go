@@ -137,6 +137,9 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, respond func(*
 
 // validateCommit is Kafka's doCommitOffsets checks, in Kafka's order.
 func (c *Coordinator) validateCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
+	if g.isShare() {
+		return kerr.GroupIDNotFound.Code // share groups commit no offsets
+	}
 	if g.isConsumer() {
 		return c.validateConsumerCommit(g, req)
 	}
@@ -317,6 +320,9 @@ func (c *Coordinator) fetchGroup(id string, ask []fetchTopic, all, withIDs bool,
 		if g.isConsumer() && g.state != stateDead {
 			code = validateConsumerFetch(g, memberID, memberEpoch)
 		}
+		if g.isShare() {
+			code = kerr.GroupIDNotFound.Code // share groups commit no offsets
+		}
 		if g.state != stateDead {
 			offsets = maps.Clone(g.offsets)
 		}
@@ -374,10 +380,10 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, respond func(*
 	var f fx
 	defer c.release(g, &f)
 	subscribed := func(string) bool { return false }
-	switch g.state {
-	case stateDead:
+	switch {
+	case g.state == stateDead || g.isShare():
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
-	case stateEmpty:
+	case g.state == stateEmpty:
 	default:
 		if g.protocolType != consumerProtocolType {
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
@@ -488,7 +494,7 @@ func (g *group) subscribedTopics() (map[string]bool, bool) {
 // Expiry for topics a Stable group no longer subscribes to (KIP-496's
 // second half) is not done.
 func (c *Coordinator) expireOffsets(g *group, now time.Time, f *fx) {
-	if g.state != stateEmpty {
+	if g.state != stateEmpty || g.isShare() {
 		return
 	}
 	nowMs := now.UnixMilli()

@@ -1,0 +1,278 @@
+package group
+
+// Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe,
+// session expiry, deletion and loading. The membership state machine is
+// share.ShareGroup (pure, no I/O); the coordinator keeps one per share
+// group in its group map, beside classic and consumer groups (a group id
+// names one group of one type), serializes the calls under the group's
+// mu, writes the records each call returns to the group's
+// __consumer_offsets partition and answers once they are durable,
+// exactly as for KIP-848 consumer groups (persistShare mirrors persist).
+//
+// Other groups' APIs on a share group answer as Kafka's
+// GroupMetadataManager does: JoinGroup INCONSISTENT_GROUP_PROTOCOL;
+// SyncGroup, Heartbeat and LeaveGroup UNKNOWN_MEMBER_ID (it has no
+// classic members); ConsumerGroupHeartbeat and ConsumerGroupDescribe
+// GROUP_ID_NOT_FOUND "Group g is not a consumer group."; DescribeGroups
+// as a group that does not exist. Offset APIs (OffsetCommit,
+// OffsetFetch, OffsetDelete) answer GROUP_ID_NOT_FOUND: share groups
+// keep their progress in __share_group_state, not in committed offsets.
+// Offset expiry never deletes a share group.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/share"
+)
+
+// shareProtocolType is the protocol type ListGroups reports for share
+// groups (Kafka's ShareGroup.PROTOCOL_TYPE).
+const shareProtocolType = "share"
+
+// shareGroup is a share group's state in its group: the membership state
+// machine and the write bookkeeping of persistShare. Guarded by the
+// group's mu.
+type shareGroup struct {
+	sg *share.ShareGroup
+	// Writes, as consumerGroup's: heartbeats are answered once their
+	// records are durable; one without records waits for those in
+	// flight (waiters). A failed write leaves memory ahead of the log:
+	// dirty makes the next change rewrite the whole group (Snapshot).
+	inflight int
+	waiters  []func(error)
+	dirty    bool
+}
+
+// isShare reports whether g is a share group.
+func (g *group) isShare() bool { return g.sh != nil }
+
+// shareConfig is the membership config of share groups.
+func (c *Coordinator) shareConfig() share.GroupConfig {
+	return share.GroupConfig{
+		SessionTimeout:    c.cfg.ShareSessionTimeout,
+		HeartbeatInterval: c.cfg.ShareHeartbeatInterval,
+		MaxSize:           c.cfg.ShareMaxGroupSize,
+		NewMemberID:       c.cfg.ShareNewMemberID,
+	}
+}
+
+// groupTopics is the topic view share groups are built with: each
+// lookup reads the resolver (the metadata image, a snapshot). It is
+// called with the group's lock held, as the resolver allows.
+type groupTopics struct{ c *Coordinator }
+
+func (t groupTopics) GroupTopic(name string) (share.GroupTopic, bool) {
+	if t.c.topics == nil {
+		return share.GroupTopic{}, false
+	}
+	id, ok := t.c.topics.TopicID(name)
+	if !ok {
+		return share.GroupTopic{}, false
+	}
+	for _, ti := range t.c.topics.Topics() {
+		if ti.Name == name && ti.ID == id {
+			return share.GroupTopic{Name: name, ID: id, Partitions: ti.Partitions}, true
+		}
+	}
+	return share.GroupTopic{}, false
+}
+
+// shareRecords converts the share package's records to the Store's.
+func shareRecords(recs []share.GroupRecord) []Record {
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = Record{Key: r.Key, Value: r.Value}
+	}
+	return out
+}
+
+// ShareGroupHeartbeat serves a ShareGroupHeartbeat request (versions
+// 0-1). respond is called exactly once, once the records the heartbeat
+// wrote (if any, or those in flight for the group) are durable; possibly
+// from another goroutine.
+func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, respond func(*kmsg.ShareGroupHeartbeatResponse)) {
+	fail := func(code int16, msg string) { respond(share.GroupErrorResponse(req, code, msg)) }
+	if code, msg := share.ValidateGroupHeartbeat(req); code != 0 {
+		fail(code, msg)
+		return
+	}
+	g, code := c.acquire(req.GroupID, req.MemberEpoch == 0)
+	if code != 0 {
+		fail(code, "")
+		return
+	}
+	if g == nil {
+		fail(kerr.GroupIDNotFound.Code, "Share group "+req.GroupID+" not found.")
+		return
+	}
+	var f fx
+	defer c.release(g, &f)
+	switch {
+	case g.state == stateDead && !g.isShare():
+		f.add(func() { fail(kerr.CoordinatorNotAvailable.Code, "") })
+		return
+	case !g.isShare() && !g.blank():
+		f.add(func() { fail(kerr.GroupIDNotFound.Code, "Group "+g.id+" is not a share group.") })
+		return
+	case !g.isShare():
+		// A group made by this join (acquire): it becomes a share group.
+		g.sh = &shareGroup{sg: share.NewShareGroup(g.id, c.shareConfig(), groupTopics{c})}
+		g.protocolType = shareProtocolType
+	}
+	now := c.cfg.Now()
+	epoch := g.sh.sg.Epoch()
+	resp, ch := g.sh.sg.Heartbeat(req, share.GroupClient{ID: clientID, Host: clientHost}, now)
+	if resp.ErrorCode != 0 {
+		f.add(func() { respond(resp) })
+		return
+	}
+	c.shareChanged(g, ch, epoch, now, &f)
+	reply := func(err error) {
+		if err != nil {
+			c.log.Warn("writing share group records failed", "group", g.id, "err", err)
+			fail(storeErrorCode(err, false), "")
+			return
+		}
+		respond(resp)
+	}
+	sh := g.sh
+	switch {
+	case len(ch.Records) > 0 || sh.dirty:
+		c.persistShare(g, ch.Records, reply)
+	case sh.inflight > 0:
+		// Answer no earlier than the writes this answer reflects.
+		sh.waiters = append(sh.waiters, reply)
+	default:
+		f.add(func() { respond(resp) })
+	}
+}
+
+// shareChanged applies what a change means outside the share group: the
+// classic state Tick and ListGroups read, the epoch bumps (from epoch),
+// and the
+// removed members, reported (after locks are released) to
+// Config.OnShareMembersRemoved.
+func (c *Coordinator) shareChanged(g *group, ch share.GroupChange, epoch int32, now time.Time, f *fx) {
+	g.rebalances += int64(g.sh.sg.Epoch() - epoch)
+	want := stateStable
+	if g.sh.sg.Len() == 0 {
+		want = stateEmpty
+	}
+	if g.state != want && g.state != stateDead {
+		g.transition(want, now)
+	}
+	for _, r := range ch.Removed {
+		c.log.Info("removing share group member", "group", g.id, "member", r.MemberID, "reason", r.Reason)
+	}
+	if len(ch.Removed) > 0 && c.cfg.OnShareMembersRemoved != nil {
+		id, removed, hook := g.id, ch.Removed, c.cfg.OnShareMembersRemoved
+		f.add(func() { hook(id, removed) })
+	}
+}
+
+// persistShare queues recs (the whole group instead when an earlier
+// write failed) and calls done, with no lock held, once they are durable
+// or failed. g is a locked share group.
+func (c *Coordinator) persistShare(g *group, recs []share.GroupRecord, done func(error)) {
+	sh := g.sh
+	if sh.dirty {
+		recs = sh.sg.Snapshot()
+		sh.dirty = false
+	}
+	sh.inflight++
+	g.persisted = true
+	c.write(g.partition, shareRecords(recs), func(err error) {
+		g.mu.Lock()
+		sh.inflight--
+		if err != nil {
+			sh.dirty = true
+		}
+		var ws []func(error)
+		if sh.inflight == 0 {
+			ws, sh.waiters = sh.waiters, nil
+		}
+		g.mu.Unlock()
+		done(err)
+		for _, w := range ws {
+			w(err)
+		}
+	})
+}
+
+// tickShare expires the sessions of a share group's members.
+func (c *Coordinator) tickShare(g *group, now time.Time, f *fx) {
+	if at, ok := g.sh.sg.NextExpiry(); !ok || now.Before(at) {
+		return
+	}
+	epoch := g.sh.sg.Epoch()
+	ch := g.sh.sg.Expire(now)
+	if len(ch.Records) == 0 && len(ch.Removed) == 0 {
+		return
+	}
+	c.shareChanged(g, ch, epoch, now, f)
+	c.persistShare(g, ch.Records, func(err error) {
+		if err != nil {
+			c.log.Warn("writing share group records failed", "group", g.id, "err", err)
+		}
+	})
+}
+
+// ShareGroupDescribe serves a ShareGroupDescribe request (versions 0-1).
+func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
+	for _, id := range req.GroupIDs {
+		g, code := c.acquire(id, false)
+		var rg kmsg.ShareGroupDescribeResponseGroup
+		switch {
+		case code != 0:
+			rg = kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = id, code
+		case g == nil:
+			rg = share.GroupDescribeNotFound(id, false)
+		case !g.isShare():
+			rg = share.GroupDescribeNotFound(id, true)
+			g.mu.Unlock()
+		default:
+			rg = g.sh.sg.Describe()
+			g.mu.Unlock()
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+// loadShareGroup makes g the share group sg (loaded from its records).
+func loadShareGroup(g *group, sg *share.ShareGroup) {
+	g.sh = &shareGroup{sg: sg}
+	g.persisted = true
+	g.protocolType = shareProtocolType
+	g.state = stateEmpty
+	if sg.Len() > 0 {
+		g.state = stateStable
+	}
+}
+
+// deleteShare deletes an empty share group (DeleteGroups): its records'
+// tombstones, and (a code) NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND.
+func (c *Coordinator) deleteShare(g *group) ([]Record, int16) {
+	recs, code := g.sh.sg.Delete()
+	if code != 0 {
+		return nil, code
+	}
+	g.state = stateDead
+	g.deleting = true
+	c.log.Info("deleting share group", "group", g.id)
+	return shareRecords(recs), 0
+}
+
+// blank reports whether g holds nothing at all: a group just made by
+// acquire, or one that would be dropped at the end of the operation.
+func (g *group) blank() bool {
+	return g.state == stateEmpty && g.generation == 0 && !g.persisted && len(g.members) == 0 &&
+		len(g.pending) == 0 && len(g.offsets) == 0 && len(g.pendingCommits) == 0 &&
+		(g.cg == nil || (g.cg.epoch == 0 && len(g.cg.members) == 0)) &&
+		(g.sh == nil || (!g.sh.sg.Exists() && g.sh.inflight == 0))
+}
