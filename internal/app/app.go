@@ -179,7 +179,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		ConsumerSessionTimeout:    cfg.Duration("group.consumer.session.timeout.ms"),
 		ConsumerAssignors:         strings.Split(cfg.Get("group.consumer.assignors"), ","),
 		ConsumerMaxGroupSize:      int(cfg.Int("group.consumer.max.size")),
-		Logger:                    logger,
+
+		ShareSessionTimeout:    cfg.Duration("group.share.session.timeout.ms"),
+		ShareHeartbeatInterval: cfg.Duration("group.share.heartbeat.interval.ms"),
+		ShareMaxGroupSize:      int(cfg.Int("group.share.max.size")),
+		Logger:                 logger,
+	}
+	if err := shareGroupBounds(cfg); err != nil {
+		return nil, err
 	}
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"

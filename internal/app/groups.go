@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
@@ -178,4 +179,25 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte{}, b...)
+}
+
+// shareGroupBounds is Kafka's check of the share group broker settings:
+// the session timeout and heartbeat interval within their min/max bounds,
+// and the interval below the timeout.
+func shareGroupBounds(cfg *config.Config) error {
+	within := func(name, minName, maxName string) error {
+		v, lo, hi := cfg.Int(name), cfg.Int(minName), cfg.Int(maxName)
+		if v < lo || v > hi {
+			return fmt.Errorf("%s (%d) must be between %s (%d) and %s (%d)", name, v, minName, lo, maxName, hi)
+		}
+		return nil
+	}
+	errs := []error{
+		within("group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+		within("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+	}
+	if hb, st := cfg.Int("group.share.heartbeat.interval.ms"), cfg.Int("group.share.session.timeout.ms"); hb >= st {
+		errs = append(errs, fmt.Errorf("group.share.heartbeat.interval.ms (%d) must be less than group.share.session.timeout.ms (%d)", hb, st))
+	}
+	return errors.Join(errs...)
 }

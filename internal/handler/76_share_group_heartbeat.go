@@ -1,0 +1,31 @@
+package handler
+
+// ShareGroupHeartbeat (key 76), versions 0-1: share group membership
+// (KIP-932). The group coordinator (internal/group) serves it on
+// internal/share's ShareGroup state machine; a heartbeat is answered once
+// the group records it wrote are durable. v0 (Kafka 4.0's early access)
+// members may leave their member id to the coordinator on their join; v1
+// members bring their own. Every member subscribed to a topic is
+// assigned some of its partitions (the simple assignor), sharing them
+// when there are more members than partitions.
+//
+// Not honoured: RackID (stored and described; the assignor ignores
+// racks). Membership only: ShareFetch and ShareAcknowledge are not served
+// yet, so share consumers (kgo's ShareGroup) join but cannot consume.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/server"
+)
+
+func init() { register(76, 0, 1, (*Broker).shareGroupHeartbeat) }
+
+func (b *Broker) shareGroupHeartbeat(_ context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.ShareGroupHeartbeatRequest)
+	return later(req.Conn, func(respond func(*kmsg.ShareGroupHeartbeatResponse)) {
+		b.Groups.ShareGroupHeartbeat(r, req.ClientID, clientHost(req), respond)
+	}), nil
+}

@@ -1,0 +1,23 @@
+package handler
+
+// ShareGroupDescribe (key 77), versions 0-1 (KIP-932): a share group's
+// state, epochs, assignor ("simple") and members with their
+// subscriptions and assignments. A group of another type answers
+// GROUP_ID_NOT_FOUND "Group g is not a share group.", as Kafka.
+//
+// Not honoured: IncludeAuthorizedOperations (no ACLs yet:
+// AuthorizedOperations is always Kafka's "not provided").
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/server"
+)
+
+func init() { register(77, 0, 1, (*Broker).shareGroupDescribe) }
+
+func (b *Broker) shareGroupDescribe(_ context.Context, req *server.Request) (server.Reply, error) {
+	return now(b.Groups.ShareGroupDescribe(req.Body.(*kmsg.ShareGroupDescribeRequest))), nil
+}
