@@ -14,10 +14,12 @@ package group
 // SyncGroup, Heartbeat and LeaveGroup UNKNOWN_MEMBER_ID (it has no
 // classic members); ConsumerGroupHeartbeat and ConsumerGroupDescribe
 // GROUP_ID_NOT_FOUND "Group g is not a consumer group."; DescribeGroups
-// as a group that does not exist. Offset APIs (OffsetCommit,
-// OffsetFetch, OffsetDelete) answer GROUP_ID_NOT_FOUND: share groups
-// keep their progress in __share_group_state, not in committed offsets.
-// Offset expiry never deletes a share group.
+// as a group that does not exist (Kafka's classicGroup lookup fails).
+// The offset APIs (OffsetCommit, OffsetFetch, OffsetDelete) answer
+// GROUP_ID_NOT_FOUND, as Kafka's ShareGroup.validateOffset* do: share
+// groups keep their progress in __share_group_state, not in committed
+// offsets. Offset expiry never deletes a share group (Kafka's
+// ShareGroup.shouldExpire is false).
 
 import (
 	"time"
