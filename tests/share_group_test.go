@@ -175,3 +175,58 @@ func TestShareGroupMembership(t *testing.T) {
 		t.Fatalf("describe after delete: %v, want GROUP_ID_NOT_FOUND", err)
 	}
 }
+
+// A share group survives a broker restart: the coordinator loads its
+// records from __consumer_offsets, and members go on heartbeating with the
+// epochs they had, without being fenced or rejoining.
+func TestShareGroupSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := tc.StartIn(t, dir)
+	tc.CreateTopic(t, n.Addr(), "jobs", 2, nil)
+	cl := tc.Client(t, n.Addr())
+	ctx := ctxT(t, 60*time.Second)
+	tc.Eventually(t, 30*time.Second, func() error {
+		_, err := shareHeartbeat(ctx, cl, "workers", "member-a", 0, []string{"jobs"})
+		return err
+	})
+	b, err := shareHeartbeat(ctx, cl, "workers", "member-b", 0, []string{"jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := shareHeartbeat(ctx, cl, "workers", "member-a", 1, nil)
+	if err != nil || a.MemberEpoch != b.MemberEpoch {
+		t.Fatalf("member-a at epoch %d (%v), want %d", a.MemberEpoch, err, b.MemberEpoch)
+	}
+	before, err := describeShare(ctx, cl, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	n.Close()
+
+	n = tc.StartIn(t, dir)
+	cl = tc.Client(t, n.Addr())
+	tc.Eventually(t, 30*time.Second, func() error {
+		r, err := shareHeartbeat(ctx, cl, "workers", "member-a", a.MemberEpoch, nil)
+		if err == nil && r.MemberEpoch != a.MemberEpoch {
+			err = fmt.Errorf("member-a moved to epoch %d", r.MemberEpoch)
+		}
+		return err
+	})
+	if _, err := shareHeartbeat(ctx, cl, "workers", "member-b", b.MemberEpoch, nil); err != nil {
+		t.Fatalf("member-b after the restart: %v", err)
+	}
+	after, err := describeShare(ctx, cl, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GroupEpoch != before.GroupEpoch || len(after.Members) != 2 {
+		t.Fatalf("after the restart: epoch %d with %d members, before epoch %d", after.GroupEpoch, len(after.Members), before.GroupEpoch)
+	}
+	for i, m := range after.Members {
+		bm := before.Members[i]
+		if m.MemberID != bm.MemberID || m.MemberEpoch != bm.MemberEpoch || fmt.Sprint(m.Assignment) != fmt.Sprint(bm.Assignment) {
+			t.Fatalf("member after the restart %+v, before %+v", m, bm)
+		}
+	}
+}
