@@ -28,6 +28,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // Node is one running broker.
@@ -44,6 +45,7 @@ type Node struct {
 	http     *http.Server
 	httpLn   net.Listener
 	groups   *group.Coordinator
+	shares   *sharepart.Registry
 	loader   *offsetsLoader
 	nodeID   int32
 	unsub    func()
@@ -191,6 +193,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"
 	}
+	shares, err := newShares(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	n.shares = shares
+	gc.OnShareMembersRemoved = shares.MembersRemoved
 	gc.Defaults()
 	if err := gc.Validate(); err != nil {
 		return nil, err
@@ -206,7 +214,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
@@ -322,6 +330,9 @@ func (n *Node) Close() error {
 	}
 	if n.groups != nil {
 		n.groups.Close()
+	}
+	if n.shares != nil {
+		n.shares.Close()
 	}
 	if n.loader != nil {
 		n.loader.wg.Wait()

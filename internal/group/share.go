@@ -278,3 +278,20 @@ func (g *group) blank() bool {
 		(g.cg == nil || (g.cg.epoch == 0 && len(g.cg.members) == 0)) &&
 		(g.sh == nil || (!g.sh.sg.Exists() && g.sh.inflight == 0))
 }
+
+// ShareMember reports whether member is a member of the share group
+// groupID, for ShareFetch and ShareAcknowledge. known is false when this
+// coordinator cannot tell (it does not own the group's __consumer_offsets
+// partition, or is loading it): the caller then trusts the member, since
+// the group's coordinator may be another broker.
+func (c *Coordinator) ShareMember(groupID, member string) (ok, known bool) {
+	g, code := c.acquire(groupID, false)
+	if code != 0 {
+		return false, false
+	}
+	if g == nil {
+		return false, true
+	}
+	defer g.mu.Unlock()
+	return g.isShare() && g.sh.sg.HasMember(member), true
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // handlerFunc serves one API.
@@ -72,6 +73,9 @@ type Config struct {
 	Controller     *metadata.Controller
 	Replicas       *replica.Manager
 	Groups         *group.Coordinator
+	// Shares holds the share-partitions this node leads and the share
+	// sessions (ShareFetch, ShareAcknowledge).
+	Shares *sharepart.Registry
 	// Elector runs ElectLeaders on the active controller (the node's
 	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
 	Elector Elector

@@ -11,6 +11,8 @@ import (
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // codeTable maps package sentinel errors to Kafka error codes. It is the
@@ -63,6 +65,11 @@ var codeTable = []struct {
 	{metadata.ErrInvalidQuorumChange, kerr.InvalidRequest},
 	{metadata.ErrNotLeader, kerr.NotController},
 	{metadata.ErrClosed, kerr.NotController},
+	{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+	{share.ErrInvalidAck, kerr.InvalidRequest},
+	{errInvalidAckType, kerr.InvalidRequest},
+	{sharepart.ErrSessionNotFound, kerr.ShareSessionNotFound},
+	{sharepart.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

@@ -1,0 +1,351 @@
+package handler
+
+// ShareFetch (key 78), versions 0-2: share consumers (KIP-932) acquire
+// records under a lock and piggyback acknowledgements. Share sessions
+// (ShareSessionEpoch 0 opens, -1 closes, otherwise the next epoch;
+// partitions added by listing them, removed by ForgottenTopicsData) are
+// kept per (group, member) in internal/sharepart; the member must be in
+// the share group when this node is its coordinator (UNKNOWN_MEMBER_ID
+// otherwise). Piggybacked acknowledgements are applied first, then every
+// partition of the session is read from where its share-partition hands
+// out records next, up to the high watermark, and acquired: the response
+// carries the batches holding acquired records and AcquiredRecords
+// (first, last, delivery count), at most MaxRecords records (v1+;
+// ShareAcquireMode's record limit is always strict), in AcquiredRecords
+// entries of at most BatchSize records (v1+). It long-polls like Fetch
+// for MaxWaitMillis until something is acquired (new data in the log, a
+// release, an expired lock or an ended backoff wakes it); MinBytes is
+// read as "at least one record", since acquired records cannot be put
+// back to wait for more. v2's IsRenewAck (KIP-1222) applies RENEW
+// acknowledgements and fetches nothing.
+//
+// Share-partition state is in memory on the partition leader: a restart
+// or leader change forgets acquisitions and delivery counts (persisting
+// in __share_group_state is the next step). Not honoured: releasing a
+// session's records when its connection closes (they are released when
+// the session is closed or the member leaves, else when their locks
+// expire), SHARE_SESSION_LIMIT_REACHED (no session limit).
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/sharepart"
+)
+
+func init() { register(78, 0, 2, (*Broker).shareFetch) }
+
+// defaultShareMaxRecords is v0's record limit (it has no MaxRecords).
+const defaultShareMaxRecords = 500
+
+// ackBatch is an acknowledgement batch of either request.
+type ackBatch struct {
+	first, last int64
+	types       []int8
+}
+
+// toAcks converts acknowledgement batches; RENEW (4) is valid from
+// version 2 on (KIP-1222), in requests that say IsRenewAck.
+func toAcks(bs []ackBatch, renewOK bool) ([]share.Ack, error) {
+	out := make([]share.Ack, 0, len(bs))
+	for _, b := range bs {
+		a := share.Ack{First: b.first, Last: b.last, Types: make([]share.AckType, len(b.types))}
+		for i, t := range b.types {
+			if t < 0 || t > int8(share.AckRenew) || (t == int8(share.AckRenew) && !renewOK) {
+				return nil, errInvalidAckType
+			}
+			a.Types[i] = share.AckType(t)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+var errInvalidAckType = errors.New("share: invalid acknowledge type")
+
+// shareMemberCheck answers UNKNOWN_MEMBER_ID (as an error) when this
+// node coordinates group and member is not in it.
+func (b *Broker) shareMemberCheck(group, member string) error {
+	if b.Groups == nil {
+		return nil
+	}
+	if ok, known := b.Groups.ShareMember(group, member); known && !ok {
+		return kerr.UnknownMemberID
+	}
+	return nil
+}
+
+// sharePartition resolves a share-partition this node leads.
+func (b *Broker) sharePartition(im *metadata.Image, topicID [16]byte, part int32) (*metadata.Topic, *replica.Partition, error) {
+	t, err := lookupTopic(im, "", topicID, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := b.partition(t, part)
+	return t, p, err
+}
+
+// ackShare applies one partition's acknowledgements.
+func (b *Broker) ackShare(im *metadata.Image, group, member string, topicID [16]byte, part int32, batches []ackBatch, renewOK bool) error {
+	acks, err := toAcks(batches, renewOK)
+	if err != nil {
+		return err
+	}
+	if _, _, err := b.sharePartition(im, topicID, part); err != nil {
+		return err
+	}
+	return b.Shares.Acknowledge(sharepart.Key{Group: group, TopicID: topicID, Partition: part}, member, acks)
+}
+
+func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.ShareFetchRequest)
+	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+	if b.Shares == nil { // a handler built without share-partitions (tests)
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return now(resp), nil
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(b.Shares.LockDuration().Milliseconds())
+	fail := func(err error) (server.Reply, error) {
+		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
+		return now(resp), nil
+	}
+	group, member := deref(r.GroupID), deref(r.MemberID)
+	hasAcks := false
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
+		}
+	}
+	switch {
+	case group == "" || member == "":
+		return fail(kerr.InvalidRequest)
+	case r.ShareSessionEpoch == 0 && hasAcks:
+		return fail(kerr.InvalidRequest)
+	}
+	if r.ShareSessionEpoch != -1 {
+		if err := b.shareMemberCheck(group, member); err != nil {
+			return fail(err)
+		}
+	}
+	var add, forget []sharepart.SessionPartition
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			add = append(add, sharepart.SessionPartition{TopicID: t.TopicID, Partition: p.Partition})
+		}
+	}
+	for _, t := range r.ForgottenTopicsData {
+		for _, p := range t.Partitions {
+			forget = append(forget, sharepart.SessionPartition{TopicID: t.TopicID, Partition: p})
+		}
+	}
+	parts, closed, err := b.Shares.Sessions.Fetch(group, member, r.ShareSessionEpoch, add, forget)
+	if err != nil {
+		return fail(err)
+	}
+
+	// The response's partitions: each requested one, then the session's.
+	im := b.image()
+	type slot struct{ t, p int }
+	slots := map[sharepart.SessionPartition]slot{}
+	at := func(tp sharepart.SessionPartition) *kmsg.ShareFetchResponseTopicPartition {
+		if s, ok := slots[tp]; ok {
+			return &resp.Topics[s.t].Partitions[s.p]
+		}
+		ti := -1
+		for i := range resp.Topics {
+			if resp.Topics[i].TopicID == tp.TopicID {
+				ti = i
+			}
+		}
+		if ti < 0 {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = tp.TopicID
+			resp.Topics = append(resp.Topics, rt)
+			ti = len(resp.Topics) - 1
+		}
+		sp := kmsg.NewShareFetchResponseTopicPartition()
+		sp.Partition = tp.Partition
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
+		sp.Records = []byte{}
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)
+		slots[tp] = slot{ti, len(resp.Topics[ti].Partitions) - 1}
+		return &resp.Topics[ti].Partitions[len(resp.Topics[ti].Partitions)-1]
+	}
+	// Acknowledgements first.
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			sp := at(sharepart.SessionPartition{TopicID: t.TopicID, Partition: p.Partition})
+			if len(p.AcknowledgementBatches) == 0 {
+				continue
+			}
+			bs := make([]ackBatch, len(p.AcknowledgementBatches))
+			for i, a := range p.AcknowledgementBatches {
+				bs[i] = ackBatch{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes}
+			}
+			if err := b.ackShare(im, group, member, t.TopicID, p.Partition, bs, r.Version >= 2 && r.IsRenewAck); err != nil {
+				sp.AcknowledgeErrorCode, sp.AcknowledgeErrorMessage = code(err), errMsg(err)
+			}
+		}
+	}
+	if closed {
+		// A closed session gives back what the member still holds.
+		b.Shares.MembersGone(group, []string{member})
+		fillShareFetchLeaders(im, resp)
+		return now(resp), nil
+	}
+	if r.Version >= 2 && r.IsRenewAck {
+		fillShareFetchLeaders(im, resp)
+		return now(resp), nil
+	}
+	for _, tp := range parts {
+		at(tp)
+	}
+	conn := req.Conn
+	return func() kmsg.Response {
+		b.shareLongPoll(r, conn, group, member, parts, at, resp)
+		return resp
+	}, nil
+}
+
+// shareLongPoll acquires records of the session's partitions into resp,
+// waiting up to MaxWaitMillis for something to acquire.
+func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, group, member string, parts []sharepart.SessionPartition,
+	at func(sharepart.SessionPartition) *kmsg.ShareFetchResponseTopicPartition, resp *kmsg.ShareFetchResponse) {
+	var bufs [][]byte
+	conn.AfterEncode(func() {
+		for _, b := range bufs {
+			server.PutBuf(b)
+		}
+	})
+	alloc := func(n int) []byte {
+		buf := server.GetBuf(n)
+		bufs = append(bufs, buf)
+		return buf
+	}
+	wait := min(time.Duration(r.MaxWaitMillis)*time.Millisecond, maxFetchWait)
+	deadline := time.Now().Add(wait)
+	var w *replica.Waiter
+	defer func() {
+		if w != nil {
+			w.Done()
+		}
+	}()
+	var timer *time.Timer
+	for {
+		changed := b.Shares.Changed() // before reading: a change after it wakes us
+		im := b.image()
+		got, errs, watched := b.readShare(im, r, group, member, parts, at, alloc)
+		if got || errs || wait <= 0 || !time.Now().Before(deadline) || len(watched) == 0 {
+			fillShareFetchLeaders(im, resp)
+			return
+		}
+		if w == nil {
+			w = replica.NewWaiter()
+			for _, p := range watched {
+				p.Watch(w)
+			}
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+			continue // re-read: data may have arrived before we watched
+		}
+		select {
+		case <-w.C:
+		case <-changed:
+		case <-timer.C:
+		case <-conn.Context().Done():
+			return
+		}
+	}
+}
+
+// readShare acquires from every session partition once. It reports
+// whether anything was acquired, whether a partition had an error, and
+// the partitions to watch for new data.
+func (b *Broker) readShare(im *metadata.Image, r *kmsg.ShareFetchRequest, group, member string, parts []sharepart.SessionPartition,
+	at func(sharepart.SessionPartition) *kmsg.ShareFetchResponseTopicPartition, alloc func(int) []byte) (got, errs bool, watched []*replica.Partition) {
+	budget := int(r.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20
+	}
+	records := defaultShareMaxRecords
+	if r.Version >= 1 {
+		records = int(r.MaxRecords)
+	}
+	for _, tp := range parts {
+		sp := at(tp)
+		sp.ErrorCode, sp.ErrorMessage = 0, nil
+		t, p, err := b.sharePartition(im, tp.TopicID, tp.Partition)
+		if err != nil {
+			sp.ErrorCode, sp.ErrorMessage = code(err), errMsg(err)
+			errs = true
+			continue
+		}
+		watched = append(watched, p)
+		if budget <= 0 || records <= 0 {
+			continue
+		}
+		f, err := b.Shares.Acquire(sharepart.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}, t.Name, member, p, int32(min(budget, 1<<31-1)), records, alloc)
+		if err != nil {
+			sp.ErrorCode, sp.ErrorMessage = code(err), errMsg(err)
+			errs = true
+			continue
+		}
+		if len(f.Acquired) == 0 {
+			continue
+		}
+		got = true
+		sp.Records = f.Records
+		budget -= len(f.Records)
+		for _, a := range f.Acquired {
+			records -= int(a.Last - a.First + 1)
+			for first := a.First; first <= a.Last; {
+				last := a.Last
+				if r.Version >= 1 && r.BatchSize > 0 {
+					last = min(last, first+int64(r.BatchSize)-1)
+				}
+				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = first, last, int16(a.DeliveryCount)
+				sp.AcquiredRecords = append(sp.AcquiredRecords, ar)
+				first = last + 1
+			}
+		}
+	}
+	return got, errs, watched
+}
+
+// fillShareFetchLeaders names the current leader of every partition
+// answered NOT_LEADER_OR_FOLLOWER, with its endpoint.
+func fillShareFetchLeaders(im *metadata.Image, resp *kmsg.ShareFetchResponse) {
+	eps := endpoints{im: im}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.ErrorCode != kerr.NotLeaderForPartition.Code && p.AcknowledgeErrorCode != kerr.NotLeaderForPartition.Code {
+				continue
+			}
+			if leader, epoch, ok := leaderOf(im, "", t.TopicID, p.Partition); ok && leader >= 0 {
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = leader, epoch
+				eps.add(leader)
+			}
+		}
+	}
+	for _, b := range eps.list {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rackPtr(b.Rack)})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
