@@ -1,9 +1,9 @@
 package tests
 
-// Share groups (KIP-932), membership only: ShareGroupHeartbeat and
-// ShareGroupDescribe sent as raw kmsg requests through kgo (kgo's
-// ShareGroup consumer needs ShareFetch, which Berth does not serve yet),
-// then ListGroups and DeleteGroups.
+// Share groups (KIP-932), membership: ShareGroupHeartbeat and
+// ShareGroupDescribe sent as raw kmsg requests through kgo, then
+// ListGroups and DeleteGroups (share_fetch_test.go consumes with kgo's
+// ShareGroup consumer).
 
 import (
 	"context"

@@ -10,8 +10,8 @@ package handler
 // when there are more members than partitions.
 //
 // Not honoured: RackID (stored and described; the assignor ignores
-// racks). Membership only: ShareFetch and ShareAcknowledge are not served
-// yet, so share consumers (kgo's ShareGroup) join but cannot consume.
+// racks). Records are fetched and acknowledged with ShareFetch and
+// ShareAcknowledge (78_share_fetch.go, 79_share_acknowledge.go).
 
 import (
 	"context"
