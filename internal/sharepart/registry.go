@@ -256,6 +256,32 @@ func (r *Registry) Stats(k Key) (share.PartitionStats, bool) {
 	return e.p.Stats(r.cfg.Now()), true
 }
 
+// PartitionStats is one share-partition's stats, for metrics.
+type PartitionStats struct {
+	Key   Key
+	Topic string
+	share.PartitionStats
+}
+
+// AllStats returns the stats of every share-partition this broker holds,
+// taking each one's lock in turn (never Registry.mu with it).
+func (r *Registry) AllStats() []PartitionStats {
+	r.mu.Lock()
+	es := make([]*entry, 0, len(r.parts))
+	for _, e := range r.parts {
+		es = append(es, e)
+	}
+	r.mu.Unlock()
+	now := r.cfg.Now()
+	out := make([]PartitionStats, 0, len(es))
+	for _, e := range es {
+		e.mu.Lock()
+		out = append(out, PartitionStats{Key: e.key, Topic: e.topic, PartitionStats: e.p.Stats(now)})
+		e.mu.Unlock()
+	}
+	return out
+}
+
 // handle executes a state change (e.mu held): the update would be
 // persisted here (next step); DLQ actions are archived at once, since no
 // DLQ is written yet; then the timer is set to the next deadline.
