@@ -19,6 +19,10 @@ func newServeCmd() *cobra.Command {
 		Short: "Run a broker node (a complete single-node cluster with no flags)",
 		Long: `Run a broker node. With no flags it is a complete single-node cluster:
 Kafka protocol on 127.0.0.1:9092, HTTP (/metrics) on 127.0.0.1:8081, data in ./berth-data.
+For a cluster give every node a distinct --node.id, the same
+--controller.quorum.voters (id@host:port of each voter's controller listener)
+and a CONTROLLER://host:port entry in --listeners (README, "A three-node
+cluster").
 
 Every setting can come from a properties file (--config), a BERTH_* environment
 variable (log.dirs -> BERTH_LOG_DIRS) or a flag (--log.dirs); flags win.
