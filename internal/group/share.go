@@ -295,3 +295,19 @@ func (c *Coordinator) ShareMember(groupID, member string) (ok, known bool) {
 	defer g.mu.Unlock()
 	return g.isShare() && g.sh.sg.HasMember(member), true
 }
+
+// IsShareGroup reports whether groupID is a share group, for
+// DescribeShareGroupOffsets. known is false when this coordinator cannot
+// tell (it does not own the group's __consumer_offsets partition, or is
+// loading it).
+func (c *Coordinator) IsShareGroup(groupID string) (ok, known bool) {
+	g, code := c.acquire(groupID, false)
+	if code != 0 {
+		return false, false
+	}
+	if g == nil {
+		return false, true
+	}
+	defer g.mu.Unlock()
+	return g.isShare(), true
+}

@@ -1,0 +1,104 @@
+package handler
+
+// DescribeShareGroupOffsets (key 90), versions 0-1 (KIP-932; v1 adds Lag,
+// KIP-1226): per share-partition, its start offset, the leader epoch and
+// (v1) the lag: the records from the start offset to the high watermark
+// that are not yet acknowledged or archived.
+//
+// Kafka's share coordinator answers from __share_group_state for every
+// partition. Berth keeps share-partition state in memory on the partition
+// leader, so this broker answers for the partitions it leads: a partition
+// with no state yet (no ShareFetch of the group there) has StartOffset -1,
+// as Kafka answers for an uninitialized share-partition; a partition led
+// by another broker answers NOT_LEADER_OR_FOLLOWER (send the request to
+// its leader; `berth queue` does). A null Topics lists the partitions
+// this broker holds state for. The group must be a share group
+// (GROUP_ID_NOT_FOUND otherwise) when this broker coordinates it; when it
+// does not, the group is not checked, since state lives on the leaders.
+//
+// Not honoured: authorization (no ACLs yet).
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/sharepart"
+)
+
+func init() { register(90, 0, 1, (*Broker).describeShareGroupOffsets) }
+
+func (b *Broker) describeShareGroupOffsets(_ context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+	for _, rg := range r.Groups {
+		resp.Groups = append(resp.Groups, b.describeShareOffsets(rg))
+	}
+	return now(resp), nil
+}
+
+func (b *Broker) describeShareOffsets(rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
+	g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+	g.GroupID = rg.GroupID
+	fail := func(err error) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		g.ErrorCode, g.ErrorMessage = code(err), errMsg(err)
+		return g
+	}
+	switch {
+	case rg.GroupID == "":
+		return fail(fmt.Errorf("%w: empty group id", kerr.InvalidGroupID))
+	case b.Shares == nil: // a handler built without share-partitions (tests)
+		return fail(kerr.UnknownServerError)
+	}
+	if b.Groups != nil {
+		if ok, known := b.Groups.IsShareGroup(rg.GroupID); known && !ok {
+			return fail(fmt.Errorf("%w: group %s is not a share group or does not exist", kerr.GroupIDNotFound, rg.GroupID))
+		}
+	}
+	im := b.image()
+	topics := rg.Topics
+	if topics == nil { // every share-partition this broker holds for the group
+		held := map[string][]int32{}
+		for _, s := range b.Shares.AllStats() {
+			if s.Key.Group == rg.GroupID {
+				held[s.Topic] = append(held[s.Topic], s.Key.Partition)
+			}
+		}
+		for name, ps := range held {
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: name, Partitions: ps})
+		}
+		sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
+	}
+	for _, rt := range topics {
+		t := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+		t.Topic = rt.Topic
+		mt, terr := lookupTopic(im, rt.Topic, [16]byte{}, false)
+		if mt != nil {
+			t.TopicID = mt.ID
+		}
+		for _, part := range rt.Partitions {
+			sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+			sp.Partition, sp.StartOffset, sp.LeaderEpoch = part, -1, -1
+			err := terr
+			if err == nil {
+				p, perr := b.partition(mt, part)
+				if err = perr; err == nil {
+					sp.LeaderEpoch = p.LeaderEpoch()
+					if st, ok := b.Shares.Stats(sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}); ok {
+						sp.StartOffset = st.StartOffset
+						sp.Lag = max(p.HighWatermark()-st.StartOffset-st.Acknowledged-st.Archiving-st.Archived, 0)
+					}
+				}
+			}
+			sp.ErrorCode, sp.ErrorMessage = code(err), errMsg(err)
+			t.Partitions = append(t.Partitions, sp)
+		}
+		g.Topics = append(g.Topics, t)
+	}
+	return g
+}
