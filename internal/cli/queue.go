@@ -1,0 +1,406 @@
+package cli
+
+// `berth queue`: share groups (KIP-932) seen as work queues. list shows
+// every share group with its state, member count and lag; describe shows
+// one group's members, their assignments and, per partition, the
+// share-partition start offset, the high watermark and the lag.
+//
+// The lag of a share-partition is the high watermark (ListOffsets latest)
+// minus its start offset: the records not yet finished, available or in
+// flight (records acknowledged out of order above the start offset count
+// too). Start offsets come from DescribeShareGroupOffsets, sent to each
+// partition's leader: Berth keeps share-partition state on the leader,
+// not on a share coordinator, so the request is not routed the way kgo
+// routes key 90 (to the group coordinator). Counts of in-flight records,
+// redeliveries and archived records are in the broker's /metrics
+// (berth_share_*).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { clientCommands = append(clientCommands, newQueueCmd) }
+
+func newQueueCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "queue",
+		Aliases: []string{"queues"},
+		Short:   "List and describe work queues (share groups, KIP-932) with their lag",
+		Args:    cobra.NoArgs,
+	}
+	cf := addClientFlags(cmd)
+	cmd.AddCommand(newQueueListCmd(cf), newQueueDescribeCmd(cf))
+	return cmd
+}
+
+// queuePartition is one share-partition of a queue.
+type queuePartition struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Leader        int32  `json:"leader"`
+	StartOffset   int64  `json:"start_offset"` // -1: the group has not fetched the partition yet
+	HighWatermark int64  `json:"high_watermark"`
+	Lag           int64  `json:"lag"` // -1: unknown
+	Error         string `json:"error,omitempty"`
+}
+
+// queueMember is one member of a share group.
+type queueMember struct {
+	MemberID   string   `json:"member_id"`
+	ClientID   string   `json:"client_id"`
+	ClientHost string   `json:"client_host"`
+	Topics     []string `json:"subscribed_topics"`
+	Assignment []string `json:"assignment"` // topic:partition
+}
+
+// queueInfo is one share group as a queue.
+type queueInfo struct {
+	Group         string           `json:"group"`
+	State         string           `json:"state"`
+	CoordinatorID int32            `json:"coordinator_id"`
+	Members       int              `json:"members"`
+	Lag           int64            `json:"lag"` // sum over the partitions with a known lag
+	Partitions    []queuePartition `json:"partitions"`
+	MemberList    []queueMember    `json:"member_list,omitempty"`
+}
+
+func newQueueListCmd(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List share groups with their state, members and lag",
+		Example: `  berth queue list
+  berth queue list --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+				listed, err := adm.ListGroupsByType(ctx, []string{"share"})
+				if err != nil && len(listed) == 0 {
+					return cf.explain(err)
+				} else if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: some brokers did not list their groups: %v\n", err)
+				}
+				qs := []queueInfo{}
+				if len(listed) > 0 {
+					if qs, err = describeQueues(ctx, cl, adm, listed.Groups(), false); err != nil {
+						return cf.explain(err)
+					}
+				}
+				out := cmd.OutOrStdout()
+				if cf.json {
+					return writeJSON(out, qs)
+				}
+				return printQueueList(out, qs)
+			})
+		},
+	}
+}
+
+func newQueueDescribeCmd(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Describe a share group: members, assignments and per partition start offset, high watermark and lag",
+		Example: `  berth queue describe workers
+  berth queue describe workers --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return errors.New("group names must not be empty")
+			}
+			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+				qs, err := describeQueues(ctx, cl, adm, args, true)
+				if err != nil {
+					var ge *queueGroupError
+					if errors.As(err, &ge) {
+						return groupErr(cf, ge.group, ge.err, "")
+					}
+					return cf.explain(err)
+				}
+				out := cmd.OutOrStdout()
+				if cf.json {
+					return writeJSON(out, qs[0])
+				}
+				return printQueue(out, qs[0])
+			})
+		},
+	}
+}
+
+// queueGroupError is a failure about one group.
+type queueGroupError struct {
+	group string
+	err   error
+}
+
+func (e *queueGroupError) Error() string { return fmt.Sprintf("group %q: %v", e.group, e.err) }
+func (e *queueGroupError) Unwrap() error { return e.err }
+
+// describeQueues describes share groups as queues: ShareGroupDescribe for
+// state and members, Metadata for the leaders of the subscribed topics,
+// DescribeShareGroupOffsets to each leader for the start offsets and
+// ListOffsets for the high watermarks. With strict, a group that cannot
+// be described is an error; otherwise it is listed with what is known.
+func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, groups []string, strict bool) ([]queueInfo, error) {
+	described, err := adm.DescribeShareGroups(ctx, groups...)
+	if err != nil && strict {
+		return nil, err
+	}
+	qs := make([]queueInfo, 0, len(groups))
+	topicSet := map[string]bool{}
+	subscribed := map[string][]string{} // group -> topics
+	for _, g := range groups {
+		d, ok := described[g]
+		q := queueInfo{Group: g, CoordinatorID: -1, Partitions: []queuePartition{}}
+		switch {
+		case !ok && strict:
+			return nil, &queueGroupError{g, errors.New("not described")}
+		case ok && d.Err != nil && strict:
+			return nil, &queueGroupError{g, d.Err}
+		case ok && d.Err == nil:
+			q.State, q.CoordinatorID, q.Members = d.GroupState, d.Coordinator.NodeID, len(d.Members)
+			seen := map[string]bool{}
+			for _, m := range d.Members {
+				qm := queueMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+					Topics: append([]string{}, m.SubscribedTopicNames...), Assignment: []string{}}
+				sort.Strings(qm.Topics)
+				m.Assignment.EachPartitions(func(t string, ps []int32) {
+					for _, p := range ps {
+						qm.Assignment = append(qm.Assignment, t+":"+strconv.Itoa(int(p)))
+					}
+				})
+				sort.Strings(qm.Assignment)
+				for _, t := range m.SubscribedTopicNames {
+					if !seen[t] {
+						seen[t] = true
+						subscribed[g] = append(subscribed[g], t)
+						topicSet[t] = true
+					}
+				}
+				q.MemberList = append(q.MemberList, qm)
+			}
+			sort.Strings(subscribed[g])
+		}
+		qs = append(qs, q)
+	}
+
+	// Leaders of the subscribed topics, and every broker: a group with no
+	// subscriptions (no members) is asked for whatever state each broker
+	// holds (a null topic list).
+	topics := make([]string, 0, len(topicSet))
+	for t := range topicSet {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	type req struct {
+		r      *kmsg.DescribeShareGroupOffsetsRequest
+		groups map[string]int // group -> index in r.Groups
+	}
+	reqs := map[int32]*req{}
+	reqFor := func(broker int32, group string) *kmsg.DescribeShareGroupOffsetsRequestGroup {
+		rq := reqs[broker]
+		if rq == nil {
+			rq = &req{r: kmsg.NewPtrDescribeShareGroupOffsetsRequest(), groups: map[string]int{}}
+			reqs[broker] = rq
+		}
+		i, ok := rq.groups[group]
+		if !ok {
+			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			rg.GroupID = group
+			rq.r.Groups = append(rq.r.Groups, rg)
+			i = len(rq.r.Groups) - 1
+			rq.groups[group] = i
+		}
+		return &rq.r.Groups[i]
+	}
+	for _, q := range qs {
+		ts := subscribed[q.Group]
+		if len(ts) == 0 {
+			for _, b := range md.Brokers {
+				reqFor(b.NodeID, q.Group) // Topics nil: all it holds
+			}
+			continue
+		}
+		for _, t := range ts {
+			td, ok := md.Topics[t]
+			if !ok || td.Err != nil {
+				continue
+			}
+			ps := make([]int32, 0, len(td.Partitions))
+			for p := range td.Partitions {
+				ps = append(ps, p)
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			for _, p := range ps {
+				leader := td.Partitions[p].Leader
+				if leader < 0 {
+					continue
+				}
+				rg := reqFor(leader, q.Group)
+				if rg.Topics == nil {
+					rg.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{}
+				}
+				n := len(rg.Topics)
+				if n == 0 || rg.Topics[n-1].Topic != t {
+					rg.Topics = append(rg.Topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t})
+					n++
+				}
+				rg.Topics[n-1].Partitions = append(rg.Topics[n-1].Partitions, p)
+			}
+		}
+	}
+
+	// Ask each leader; collect the partitions per group.
+	parts := map[string][]queuePartition{}
+	groupErrs := map[string]error{}
+	brokers := make([]int32, 0, len(reqs))
+	for b := range reqs {
+		brokers = append(brokers, b)
+	}
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i] < brokers[j] })
+	for _, b := range brokers {
+		rq := reqs[b]
+		kresp, err := cl.Broker(int(b)).Request(ctx, rq.r)
+		if err != nil {
+			return nil, fmt.Errorf("DescribeShareGroupOffsets to broker %d: %w", b, err)
+		}
+		resp := kresp.(*kmsg.DescribeShareGroupOffsetsResponse)
+		for _, g := range resp.Groups {
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				if g.ErrorMessage != nil && *g.ErrorMessage != "" {
+					err = withBrokerMessage(err, *g.ErrorMessage)
+				}
+				groupErrs[g.GroupID] = err
+				continue
+			}
+			nullTopics := rq.r.Groups[rq.groups[g.GroupID]].Topics == nil
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					qp := queuePartition{Topic: t.Topic, Partition: p.Partition, Leader: b, StartOffset: p.StartOffset, HighWatermark: -1, Lag: -1}
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						if nullTopics && errors.Is(err, kerr.NotLeaderForPartition) {
+							continue // stale state of a partition it no longer leads
+						}
+						qp.Error, qp.StartOffset = err.Error(), -1
+					}
+					parts[g.GroupID] = append(parts[g.GroupID], qp)
+					topicSet[t.Topic] = true
+				}
+			}
+		}
+	}
+
+	// High watermarks.
+	var ends kadm.ListedOffsets
+	if len(topicSet) > 0 {
+		all := make([]string, 0, len(topicSet))
+		for t := range topicSet {
+			all = append(all, t)
+		}
+		if ends, err = adm.ListEndOffsets(ctx, all...); err != nil && len(ends) == 0 {
+			return nil, err
+		}
+	}
+	for i := range qs {
+		q := &qs[i]
+		if err := groupErrs[q.Group]; err != nil && strict {
+			return nil, &queueGroupError{q.Group, err}
+		}
+		ps := parts[q.Group]
+		sort.Slice(ps, func(i, j int) bool {
+			if ps[i].Topic != ps[j].Topic {
+				return ps[i].Topic < ps[j].Topic
+			}
+			return ps[i].Partition < ps[j].Partition
+		})
+		for j := range ps {
+			p := &ps[j]
+			if o, ok := ends.Lookup(p.Topic, p.Partition); ok && o.Err == nil {
+				p.HighWatermark = o.Offset
+				if p.StartOffset >= 0 && p.Error == "" {
+					p.Lag = max(p.HighWatermark-p.StartOffset, 0)
+					q.Lag += p.Lag
+				}
+			}
+		}
+		if ps != nil {
+			q.Partitions = ps
+		}
+	}
+	return qs, nil
+}
+
+func dashIfNegative(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func printQueueList(w io.Writer, qs []queueInfo) error {
+	if len(qs) == 0 {
+		_, err := fmt.Fprintln(w, "No share groups.")
+		return err
+	}
+	t := newTable(w, "group", "state", "members", "partitions", "lag")
+	for _, q := range qs {
+		state := q.State
+		if state == "" {
+			state = "-"
+		}
+		t.row(q.Group, state, q.Members, len(q.Partitions), q.Lag)
+	}
+	return t.flush()
+}
+
+func printQueue(w io.Writer, q queueInfo) error {
+	fmt.Fprintf(w, "Group %s: state %s, coordinator %d, %d members, lag %d\n\n", q.Group, q.State, q.CoordinatorID, q.Members, q.Lag)
+	if len(q.Partitions) == 0 {
+		fmt.Fprintln(w, "No share-partitions yet (the group has fetched nothing).")
+	} else {
+		t := newTable(w, "topic", "partition", "leader", "start-offset", "high-watermark", "lag", "error")
+		for _, p := range q.Partitions {
+			errCol := p.Error
+			if errCol == "" {
+				errCol = "-"
+			}
+			t.row(p.Topic, p.Partition, p.Leader, dashIfNegative(p.StartOffset), dashIfNegative(p.HighWatermark), dashIfNegative(p.Lag), errCol)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	if len(q.MemberList) == 0 {
+		fmt.Fprintln(w, "No members.")
+	} else {
+		t := newTable(w, "member", "client-id", "host", "topics", "assignment")
+		for _, m := range q.MemberList {
+			asg := strings.Join(m.Assignment, ",")
+			if asg == "" {
+				asg = "-"
+			}
+			t.row(m.MemberID, m.ClientID, m.ClientHost, strings.Join(m.Topics, ","), asg)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w, "\nIn-flight, delayed and redelivered record counts are in the broker's /metrics (berth_share_*).")
+	return err
+}

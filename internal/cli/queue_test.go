@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// pollAccept polls the share consumer once and accepts what it got.
+func pollAccept(t *testing.T, cl *kgo.Client, d time.Duration) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	recs := cl.PollFetches(ctx).Records()
+	for _, r := range recs {
+		r.Ack(kgo.AckAccept)
+	}
+	if len(recs) > 0 {
+		fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer fcancel()
+		if err := cl.FlushAcks(fctx); err != nil {
+			t.Fatalf("flushing acks: %v", err)
+		}
+	}
+	return recs
+}
+
+func queueList(t *testing.T, addr string) []queueInfo {
+	t.Helper()
+	out, _, err := runCLI(t, "", "queue", "list", "--json", "-b", addr)
+	if err != nil {
+		t.Fatalf("queue list --json: %v", err)
+	}
+	var qs []queueInfo
+	if err := json.Unmarshal([]byte(out), &qs); err != nil {
+		t.Fatalf("queue list --json output %q: %v", out, err)
+	}
+	return qs
+}
+
+func queueDescribe(t *testing.T, addr, group string) queueInfo {
+	t.Helper()
+	out, _, err := runCLI(t, "", "queue", "describe", group, "--json", "-b", addr)
+	if err != nil {
+		t.Fatalf("queue describe --json: %v", err)
+	}
+	var q queueInfo
+	if err := json.Unmarshal([]byte(out), &q); err != nil {
+		t.Fatalf("queue describe --json output %q: %v", out, err)
+	}
+	return q
+}
+
+// A work queue's lag goes from N to 0 as a kgo share consumer accepts
+// its jobs, in `queue list` and `queue describe`, table and JSON.
+func TestQueueListDescribeLag(t *testing.T) {
+	n := tc.Start(t)
+	addr := n.Addr()
+	tc.CreateTopic(t, addr, "jobs", 1, nil)
+	prod := tc.Client(t, addr)
+	worker := tc.Client(t, addr, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	if out, _, err := runCLI(t, "", "queue", "list", "-b", addr); err != nil || out != "No share groups.\n" {
+		t.Fatalf("queue list before any group: %q, %v", out, err)
+	}
+
+	// Share-partitions start at the high watermark: warm up first.
+	tc.Eventually(t, 60*time.Second, func() error {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Key: []byte("warm")}).FirstErr(); err != nil {
+			return err
+		}
+		if len(pollAccept(t, worker, time.Second)) == 0 {
+			return errors.New("no warm-up record yet")
+		}
+		return nil
+	})
+	// Drain what the warm-up left, until the queue is empty.
+	tc.Eventually(t, 30*time.Second, func() error {
+		pollAccept(t, worker, 200*time.Millisecond)
+		qs := queueList(t, addr)
+		if len(qs) != 1 || qs[0].Lag != 0 || len(qs[0].Partitions) != 1 {
+			return fmt.Errorf("after the warm-up: %+v", qs)
+		}
+		return nil
+	})
+
+	const jobs = 5
+	var recs []*kgo.Record
+	for i := range jobs {
+		recs = append(recs, &kgo.Record{Topic: "jobs", Value: []byte(strconv.Itoa(i))})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	qs := queueList(t, addr)
+	if len(qs) != 1 || qs[0].Group != "workers" || qs[0].Members != 1 || qs[0].Lag != jobs || qs[0].State != "Stable" {
+		t.Fatalf("queue list --json with %d jobs waiting: %+v", jobs, qs)
+	}
+	out, _, err := runCLI(t, "", "queue", "list", "-b", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATE MEMBERS PARTITIONS LAG" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "workers Stable 1 1 "+strconv.Itoa(jobs) {
+		t.Fatalf("queue list:\n%s", out)
+	}
+
+	q := queueDescribe(t, addr, "workers")
+	if len(q.Partitions) != 1 || len(q.MemberList) != 1 {
+		t.Fatalf("queue describe --json: %+v", q)
+	}
+	p := q.Partitions[0]
+	if p.Topic != "jobs" || p.Partition != 0 || p.Lag != jobs || p.HighWatermark-p.StartOffset != jobs || p.Error != "" {
+		t.Fatalf("partition %+v, want lag %d", p, jobs)
+	}
+	if m := q.MemberList[0]; len(m.Assignment) != 1 || m.Assignment[0] != "jobs:0" {
+		t.Errorf("member %+v, want assignment jobs:0", m)
+	}
+	out, _, err = runCLI(t, "", "queue", "describe", "workers", "-b", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queue describe:\n%s", out)
+	wantRow := fmt.Sprintf("jobs 0 %d %d %d %d -", p.Leader, p.StartOffset, p.HighWatermark, jobs)
+	if !strings.Contains(out, "lag 5\n") || !containsRow(out, wantRow) || !strings.Contains(out, "jobs:0") || !strings.Contains(out, "berth_share_") {
+		t.Fatalf("queue describe, want a row %q:\n%s", wantRow, out)
+	}
+
+	// The worker accepts every job: the lag drains to 0.
+	got := 0
+	tc.Eventually(t, 60*time.Second, func() error {
+		got += len(pollAccept(t, worker, time.Second))
+		if got < jobs {
+			return fmt.Errorf("%d of %d jobs", got, jobs)
+		}
+		return nil
+	})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if qs := queueList(t, addr); len(qs) != 1 || qs[0].Lag != 0 {
+			return fmt.Errorf("queue list after the jobs: %+v", qs)
+		}
+		return nil
+	})
+	q = queueDescribe(t, addr, "workers")
+	if p := q.Partitions[0]; p.Lag != 0 || p.StartOffset != p.HighWatermark {
+		t.Errorf("after the jobs: %+v", p)
+	}
+	out, _, err = runCLI(t, "", "queue", "describe", "workers", "-b", addr)
+	if err != nil || !containsRow(out, fmt.Sprintf("jobs 0 %d %d %d 0 -", p.Leader, p.HighWatermark, p.HighWatermark)) {
+		t.Errorf("queue describe after the jobs (%v):\n%s", err, out)
+	}
+}
+
+// containsRow reports whether a line of out has the fields of row.
+func containsRow(out, row string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Join(strings.Fields(l), " ") == row {
+			return true
+		}
+	}
+	return false
+}
+
+func TestQueueDescribeErrors(t *testing.T) {
+	addr := tc.Start(t).Addr()
+	_, _, err := runCLI(t, "", "queue", "describe", "nobody", "-b", addr)
+	if !errors.Is(err, kerr.GroupIDNotFound) || !strings.Contains(err.Error(), `group "nobody"`) {
+		t.Errorf("unknown group: %v, want GROUP_ID_NOT_FOUND about group \"nobody\"", err)
+	}
+	if _, _, err := runCLI(t, "", "queue", "describe", "-b", addr); err == nil {
+		t.Errorf("no group named: no error")
+	}
+	if _, _, err := runCLI(t, "", "queue", "describe", "", "-b", addr); err == nil || !strings.Contains(err.Error(), "must not be empty") {
+		t.Errorf("empty group name: %v", err)
+	}
+}
