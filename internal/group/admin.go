@@ -51,40 +51,17 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*
 		switch {
 		case g.state == stateDead:
 			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
-		case g.isShare():
-			recs, code := c.deleteShare(g)
-			if code != 0 {
-				resp.Groups[i].ErrorCode = code
-				break
+		case g.isShare(), g.state == stateEmpty:
+			var recs []Record
+			if g.isShare() {
+				var code int16
+				if recs, code = c.deleteShare(g); code != 0 {
+					resp.Groups[i].ErrorCode = code
+					break
+				}
+			} else {
+				recs = c.deleteGroup(g)
 			}
-			mu.Lock()
-			waiting++
-			mu.Unlock()
-			i := i
-			c.write(g.partition, recs, func(err error) {
-				g.mu.Lock()
-				g.deleting = false
-				if err != nil {
-					// Not deleted after all.
-					c.log.Warn("writing share group tombstones failed", "group", g.id, "err", err)
-					if g.state == stateDead && !g.removed {
-						g.sh.sg.UndoDelete()
-						g.state = stateEmpty
-					}
-				}
-				g.mu.Unlock()
-				if err == nil {
-					c.reap(g)
-				}
-				mu.Lock()
-				if err != nil {
-					resp.Groups[i].ErrorCode = storeErrorCode(err, false)
-				}
-				mu.Unlock()
-				finish()
-			})
-		case g.state == stateEmpty:
-			recs := c.deleteGroup(g)
 			mu.Lock()
 			waiting++
 			mu.Unlock()
@@ -96,6 +73,9 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*
 					// Not deleted after all.
 					c.log.Warn("writing group tombstones failed", "group", g.id, "err", err)
 					if g.state == stateDead && !g.removed {
+						if g.isShare() {
+							g.sh.sg.UndoDelete()
+						}
 						g.state = stateEmpty
 					}
 				}
