@@ -21,9 +21,10 @@ package group
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/berthmq/berth/internal/groupcodec"
 )
 
 // Record types (Kafka's coordinator record "api keys") of consumer groups.
@@ -72,31 +73,14 @@ type currentValue struct {
 
 func appendValueHeader(b []byte) []byte { return kbin.AppendInt16(b, 0) }
 
-func appendTags(b []byte) []byte { return kbin.AppendUvarint(b, 0) }
+func appendTags(b []byte) []byte { return groupcodec.AppendTags(b) }
 
 func appendCompactStrings(b []byte, ss []string) []byte {
-	b = kbin.AppendCompactArrayLen(b, len(ss))
-	for _, s := range ss {
-		b = kbin.AppendCompactString(b, s)
-	}
-	return b
+	return groupcodec.AppendCompactStrings(b, ss)
 }
 
-// appendTopicPartitions writes an assignment as Kafka's []TopicPartitions,
-// topics in id order.
 func appendTopicPartitions(b []byte, a assignment) []byte {
-	ids := a.topicIDs()
-	b = kbin.AppendCompactArrayLen(b, len(ids))
-	for _, id := range ids {
-		b = kbin.AppendUuid(b, id)
-		ps := a[id]
-		b = kbin.AppendCompactArrayLen(b, len(ps))
-		for _, p := range ps {
-			b = kbin.AppendInt32(b, p)
-		}
-		b = appendTags(b)
-	}
-	return b
+	return groupcodec.AppendTopicPartitions(b, a)
 }
 
 func epochValue(epoch int32) []byte {
@@ -135,59 +119,19 @@ func (v *currentValue) appendTo(b []byte) []byte {
 }
 
 // valueReader reads a flexible version-0 value.
-type valueReader struct{ kbin.Reader }
+type valueReader struct{ groupcodec.Reader }
 
 func newValueReader(b []byte) (*valueReader, error) {
-	r := &valueReader{kbin.Reader{Src: b}}
+	r := &valueReader{groupcodec.Reader{Reader: kbin.Reader{Src: b}}}
 	if v := r.Int16(); !r.Ok() || v != 0 {
 		return nil, fmt.Errorf("%w: consumer group value version %d", ErrCorruptRecord, v)
 	}
 	return r, nil
 }
 
-// skipTags skips a tag buffer (fields Kafka added after version 0).
-func (r *valueReader) skipTags() {
-	n := r.Uvarint()
-	for i := uint32(0); i < n && r.Ok(); i++ {
-		r.Uvarint() // tag
-		r.Span(int(r.Uvarint()))
-	}
-}
-
-func (r *valueReader) compactStrings() []string {
-	n := r.CompactArrayLen()
-	if n < 0 {
-		return nil
-	}
-	out := make([]string, 0, min(n, 1024))
-	for i := int32(0); i < n && r.Ok(); i++ {
-		out = append(out, r.CompactString())
-	}
-	return out
-}
-
-func (r *valueReader) topicPartitions() assignment {
-	a := make(assignment)
-	n := r.CompactArrayLen()
-	for i := int32(0); i < n && r.Ok(); i++ {
-		id := r.Uuid()
-		np := r.CompactArrayLen()
-		ps := make([]int32, 0, min(max(np, 0), 1024))
-		for j := int32(0); j < np && r.Ok(); j++ {
-			ps = append(ps, r.Int32())
-		}
-		r.skipTags()
-		if len(ps) > 0 {
-			slices.Sort(ps)
-			a[id] = slices.Compact(append(a[id], ps...))
-		}
-	}
-	return a
-}
-
 // done finishes a value: the trailing tag buffer, then every byte used.
 func (r *valueReader) done(what string) error {
-	r.skipTags()
+	r.SkipTags()
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorruptRecord, what, err)
 	}
@@ -213,7 +157,7 @@ func decodeMemberMetaValue(b []byte) (*memberMetaValue, error) {
 	v.rackID = r.CompactNullableString()
 	v.clientID = r.CompactString()
 	v.clientHost = r.CompactString()
-	v.topics = r.compactStrings()
+	v.topics = r.CompactStrings()
 	v.regex = r.CompactNullableString()
 	v.rebalanceTimeoutMs = r.Int32()
 	v.assignor = r.CompactNullableString()
@@ -225,7 +169,7 @@ func decodeTargetValue(b []byte) (assignment, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := r.topicPartitions()
+	a := assignment(r.TopicPartitions())
 	return a, r.done("consumer group target assignment value")
 }
 
@@ -242,7 +186,7 @@ func decodeCurrentValue(b []byte) (*currentValue, error) {
 	default:
 		v.state = memberUnknown
 	}
-	v.assigned = r.topicPartitions()
-	v.revoking = r.topicPartitions()
+	v.assigned = assignment(r.TopicPartitions())
+	v.revoking = assignment(r.TopicPartitions())
 	return v, r.done("consumer group current assignment value")
 }

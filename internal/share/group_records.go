@@ -30,6 +30,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/berthmq/berth/internal/groupcodec"
 )
 
 // GroupRecord is one __consumer_offsets record (Value nil: a tombstone).
@@ -112,23 +114,12 @@ func GroupRecordGroupID(key []byte) (string, error) {
 
 func groupValueHeader() []byte { return kbin.AppendInt16(nil, 0) }
 
-func appendGroupTags(b []byte) []byte { return kbin.AppendUvarint(b, 0) }
+func appendGroupTags(b []byte) []byte { return groupcodec.AppendTags(b) }
 
 // appendGroupAssignment writes an assignment as Kafka's
 // []TopicPartitions, topics in id order.
 func appendGroupAssignment(b []byte, a GroupAssignment) []byte {
-	ids := a.TopicIDs()
-	b = kbin.AppendCompactArrayLen(b, len(ids))
-	for _, id := range ids {
-		b = kbin.AppendUuid(b, id)
-		ps := a[id]
-		b = kbin.AppendCompactArrayLen(b, len(ps))
-		for _, p := range ps {
-			b = kbin.AppendInt32(b, p)
-		}
-		b = appendGroupTags(b)
-	}
-	return b
+	return groupcodec.AppendTopicPartitions(b, a)
 }
 
 func groupEpochRecord(group string, epoch int32, hash int64) GroupRecord {
@@ -210,45 +201,18 @@ type (
 )
 
 // groupValueReader reads a flexible version-0 value.
-type groupValueReader struct{ kbin.Reader }
+type groupValueReader struct{ groupcodec.Reader }
 
 func newGroupValueReader(b []byte, what string) (*groupValueReader, error) {
-	r := &groupValueReader{kbin.Reader{Src: b}}
+	r := &groupValueReader{groupcodec.Reader{Reader: kbin.Reader{Src: b}}}
 	if v := r.Int16(); !r.Ok() || v != 0 {
 		return nil, fmt.Errorf("%w: %s version %d", ErrCorruptGroupRecord, what, v)
 	}
 	return r, nil
 }
 
-func (r *groupValueReader) skipTags() {
-	n := r.Uvarint()
-	for i := uint32(0); i < n && r.Ok(); i++ {
-		r.Uvarint()
-		r.Span(int(r.Uvarint()))
-	}
-}
-
-func (r *groupValueReader) assignment() GroupAssignment {
-	a := make(GroupAssignment)
-	n := r.CompactArrayLen()
-	for i := int32(0); i < n && r.Ok(); i++ {
-		id := r.Uuid()
-		np := r.CompactArrayLen()
-		ps := make([]int32, 0, min(max(np, 0), 1024))
-		for j := int32(0); j < np && r.Ok(); j++ {
-			ps = append(ps, r.Int32())
-		}
-		r.skipTags()
-		if len(ps) > 0 {
-			slices.Sort(ps)
-			a[id] = slices.Compact(append(a[id], ps...))
-		}
-	}
-	return a
-}
-
 func (r *groupValueReader) done(what string) error {
-	r.skipTags()
+	r.SkipTags()
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorruptGroupRecord, what, err)
 	}
@@ -295,7 +259,7 @@ func decodeGroupValue(typ int16, b []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := r.assignment()
+		a := GroupAssignment(r.TopicPartitions())
 		return a, r.done("share group target assignment")
 	case groupRecCurrent:
 		r, err := newGroupValueReader(b, "share group current assignment")
@@ -303,7 +267,7 @@ func decodeGroupValue(typ int16, b []byte) (any, error) {
 			return nil, err
 		}
 		v := &groupCurrentValue{epoch: r.Int32(), prevEpoch: r.Int32(), state: r.Int8()}
-		v.assigned = r.assignment()
+		v.assigned = GroupAssignment(r.TopicPartitions())
 		return v, r.done("share group current assignment")
 	}
 	return nil, nil
