@@ -358,7 +358,8 @@ func (p *Partition) advanceIfGen(off int64, gen uint64) {
 // The high watermark follows: on a leader up to the in-sync followers'
 // progress, on a follower up to the leader's high watermark.
 func (p *Partition) advance(off int64) {
-	if off > p.synced.Load() {
+	moved := off > p.synced.Load()
+	if moved {
 		p.synced.Store(off)
 	}
 	if p.leading.Load() {
@@ -366,7 +367,9 @@ func (p *Partition) advance(off int64) {
 	} else {
 		p.followerHW()
 	}
-	p.notify() // acks=1 waits for synced
+	if moved {
+		p.notify() // acks=1 waits for synced (a moved high watermark notified already)
+	}
 }
 
 // fail marks the partition as unable to take writes after an fsync error:
