@@ -193,7 +193,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"
 	}
-	shares, err := newShares(cfg, logger)
+	shares, err := n.newShares(cfg, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -112,12 +112,12 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return now(resp), nil
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(b.Shares.LockDuration().Milliseconds())
 	fail := func(err error) (server.Reply, error) {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil
 	}
 	group, member := deref(r.GroupID), deref(r.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(b.Shares.LockDuration(group).Milliseconds())
 	hasAcks := false
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {

@@ -37,12 +37,12 @@ func (b *Broker) shareAcknowledge(_ context.Context, req *server.Request) (serve
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return now(resp), nil
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(b.Shares.LockDuration().Milliseconds())
 	fail := func(err error) (server.Reply, error) {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil
 	}
 	group, member := deref(r.GroupID), deref(r.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(b.Shares.LockDuration(group).Milliseconds())
 	if group == "" || member == "" {
 		return fail(kerr.InvalidRequest)
 	}

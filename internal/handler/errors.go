@@ -70,6 +70,8 @@ var codeTable = []struct {
 	{errInvalidAckType, kerr.InvalidRequest},
 	{sharepart.ErrSessionNotFound, kerr.ShareSessionNotFound},
 	{sharepart.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
+	{sharepart.ErrStateUnavailable, kerr.CoordinatorNotAvailable},
+	{share.ErrInvalidPartitionConfig, kerr.InvalidConfig},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

@@ -6,15 +6,20 @@
 // runs each share-partition's lock timer and wakes long-polling fetches
 // when records may have become acquirable.
 //
-// The state is in memory only, on the partition leader: a broker restart
-// or a leader change forgets acquisitions and delivery counts and starts
-// the share-partition again (at the start offset it had, while this
-// broker stays leader; at share.auto.offset.reset otherwise). Persisting
-// it in __share_group_state is the next step (docs/compatibility.md,
-// "Known gaps").
+// The state lives in memory on the partition leader and is persisted
+// through Config.Store (the share coordinator and __share_group_state):
+// a share-partition is loaded from the store when first used under a
+// leader epoch, and every state change is durable in the store before
+// the request that made it is answered. A failed write forgets the
+// in-memory state (it is loaded again on next use): work is redelivered,
+// never lost. Records that go to a dead-letter topic are handed to
+// Config.DLQ after their Archiving state is durable, and archived once
+// the DLQ write is.
 package sharepart
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -31,16 +36,56 @@ var ErrUnknownSharePartition = fmt.Errorf("%w: no records acquired in this share
 
 // Config is the registry's settings.
 type Config struct {
-	// Partition is every share-partition's config (broker defaults:
-	// group configs are not settable yet).
+	// Partition is the broker's default share-partition config.
 	Partition share.PartitionConfig
-	// DLQTopic is the dead-letter topic of every group ("" for none).
-	// Writing it is not implemented yet: records that would go there are
-	// archived with a WARN log.
-	DLQTopic string
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Settings returns a group's settings (its group configs over the
+	// broker defaults); nil: Partition, no DLQ, latest.
+	Settings func(group string) GroupSettings
+	// Store persists share-partition state; nil keeps it in memory only
+	// (tests).
+	Store Store
+	// DLQ writes records to dead-letter topics; nil archives them at
+	// once with a WARN log.
+	DLQ    DLQWriter
+	Now    func() time.Time
+	Logger *slog.Logger
 }
+
+// GroupSettings is what a share group's configs decide.
+type GroupSettings struct {
+	Partition share.PartitionConfig
+	// DLQTopic is the group's dead-letter topic
+	// (errors.deadletterqueue.topic.name; "" for none).
+	DLQTopic string
+	// AutoOffsetReset is share.auto.offset.reset: "latest" (or ""),
+	// "earliest" or "by_duration:<ISO-8601 duration>".
+	AutoOffsetReset string
+}
+
+// Store persists share-partition state (the share coordinator).
+type Store interface {
+	// Read returns k's state (ok false: none yet). leaderEpoch is the
+	// reader's: later writes from older leader epochs are fenced.
+	Read(ctx context.Context, k Key, leaderEpoch int32) (s share.Snapshot, ok bool, err error)
+	// Write makes u durable. A share-partition's first write carries its
+	// start offset (u.StartOffset >= 0).
+	Write(ctx context.Context, k Key, u share.Update) error
+}
+
+// DLQWriter parks records in a dead-letter topic.
+type DLQWriter interface {
+	// Park writes the records [a.First, a.Last] of topic's partition
+	// k.Partition to dlqTopic with the context headers
+	// (share.DLQHeaders), durably, before returning nil.
+	Park(ctx context.Context, k Key, topic, dlqTopic string, a share.DLQAction) error
+}
+
+// ErrStateUnavailable: the share-partition's state could not be read or
+// written (the share coordinator is unavailable); it is retried.
+var ErrStateUnavailable = errors.New("share-partition state unavailable")
+
+// storeTimeout bounds one Store call.
+const storeTimeout = 10 * time.Second
 
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
@@ -79,18 +124,23 @@ type Registry struct {
 	changed chan struct{} // closed and replaced by signal
 	closed  bool
 
+	ctx    context.Context // cancelled by Close: DLQ writes stop
+	cancel context.CancelFunc
+
 	Sessions Sessions
 }
 
-// entry is one share-partition; mu owns p and timer.
+// entry is one share-partition; mu owns everything but key, topic and r.
 type entry struct {
-	mu    sync.Mutex
-	key   Key
-	topic string
-	p     *share.SharePartition
-	epoch int32 // the leader epoch p was created under
-	timer *time.Timer
-	r     *Registry
+	mu       sync.Mutex
+	key      Key
+	topic    string
+	p        *share.SharePartition // nil: not loaded
+	epoch    int32                 // the leader epoch p was loaded under
+	gen      uint64                // bumped by every load and unload
+	dlqTopic string                // the group's DLQ topic when p was loaded
+	timer    *time.Timer
+	r        *Registry
 }
 
 // New returns an empty registry.
@@ -99,12 +149,23 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Registry{cfg: cfg, log: cfg.Logger, parts: map[Key]*entry{}, changed: make(chan struct{}),
-		Sessions: Sessions{m: map[sessionKey]*session{}}}, nil
+		ctx: ctx, cancel: cancel, Sessions: Sessions{m: map[sessionKey]*session{}}}, nil
 }
 
-// LockDuration is the acquisition lock ShareFetch reports.
-func (r *Registry) LockDuration() time.Duration { return r.cfg.Partition.LockDuration }
+// settings returns group's settings.
+func (r *Registry) settings(group string) GroupSettings {
+	if r.cfg.Settings == nil {
+		return GroupSettings{Partition: r.cfg.Partition}
+	}
+	return r.cfg.Settings(group)
+}
+
+// LockDuration is the acquisition lock ShareFetch reports to group.
+func (r *Registry) LockDuration(group string) time.Duration {
+	return r.settings(group).Partition.LockDuration
+}
 
 // Changed returns a channel closed the next time records may have
 // become acquirable without new data in the log (a release, an expired
@@ -124,6 +185,7 @@ func (r *Registry) signal() {
 
 // Close stops every timer.
 func (r *Registry) Close() {
+	r.cancel()
 	r.mu.Lock()
 	r.closed = true
 	es := make([]*entry, 0, len(r.parts))
@@ -146,17 +208,14 @@ func (r *Registry) get(k Key) *entry {
 	return r.parts[k]
 }
 
-// getOrCreate returns k's entry, made at the high watermark
-// (share.auto.offset.reset=latest, Kafka's default) if new.
-func (r *Registry) getOrCreate(k Key, topic string, p *replica.Partition) *entry {
+// getOrCreate returns k's entry, made (not loaded) if new.
+func (r *Registry) getOrCreate(k Key, topic string) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.parts[k]; e != nil {
 		return e
 	}
-	e := &entry{key: k, topic: topic, r: r, epoch: p.LeaderEpoch(),
-		p: share.NewPartition(r.cfg.Partition, p.HighWatermark(), nil)}
-	e.p.SetLeaderEpoch(e.epoch)
+	e := &entry{key: k, topic: topic, r: r}
 	r.parts[k] = e
 	return e
 }
@@ -171,19 +230,17 @@ type Fetched struct {
 // records next and acquires what it read for member: at most maxRecords
 // records, from at most maxBytes of batches (at least one batch).
 func (r *Registry) Acquire(k Key, topic, member string, p *replica.Partition, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
-	e := r.getOrCreate(k, topic, p)
+	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := r.cfg.Now()
-	if ep := p.LeaderEpoch(); ep != e.epoch {
-		// Leadership moved away and back: what this broker remembers may
-		// be stale. Start again at the old start offset (at least once).
-		e.p = share.NewPartition(r.cfg.Partition, e.p.StartOffset(), nil)
-		e.epoch = ep
-		e.p.SetLeaderEpoch(ep)
+	if err := e.ensure(p, now); err != nil {
+		return Fetched{}, err
 	}
 	if ls := p.LogStartOffset(); ls > e.p.StartOffset() {
-		e.handle(e.p.AdvanceLogStart(ls), now)
+		if err := e.handle(e.p.AdvanceLogStart(ls), now); err != nil {
+			return Fetched{}, err
+		}
 	}
 	off, ok := e.p.NextFetchOffset(now)
 	if !ok || maxRecords <= 0 || off >= p.HighWatermark() {
@@ -195,7 +252,9 @@ func (r *Registry) Acquire(k Key, topic, member string, p *replica.Partition, ma
 	}
 	batches := logBatches(res.Records)
 	acq, ch := e.p.Acquire(member, batches, maxRecords, now)
-	e.handle(ch, now)
+	if err := e.handle(ch, now); err != nil {
+		return Fetched{}, err // not durable: hand nothing out
+	}
 	if len(acq) == 0 {
 		return Fetched{}, nil
 	}
@@ -210,14 +269,17 @@ func (r *Registry) Acknowledge(k Key, member string, acks []share.Ack) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.p == nil {
+		return ErrUnknownSharePartition
+	}
 	now := r.cfg.Now()
 	ch, err := e.p.Acknowledge(member, acks, now)
 	if err != nil {
 		return err
 	}
-	e.handle(ch, now)
+	err = e.handle(ch, now)
 	r.signal()
-	return nil
+	return err
 }
 
 // MembersGone releases what the members of group held, as failed
@@ -236,7 +298,10 @@ func (r *Registry) MembersGone(group string, members []string) {
 		e.mu.Lock()
 		now := r.cfg.Now()
 		for _, m := range members {
-			e.handle(e.p.MemberGone(m, now), now)
+			if e.p == nil {
+				break
+			}
+			_ = e.handle(e.p.MemberGone(m, now), now) // a failure unloads: the records come back on reload
 		}
 		e.mu.Unlock()
 	}
@@ -253,6 +318,9 @@ func (r *Registry) Stats(k Key) (share.PartitionStats, bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.p == nil {
+		return share.PartitionStats{}, false
+	}
 	return e.p.Stats(r.cfg.Now()), true
 }
 
@@ -276,28 +344,12 @@ func (r *Registry) AllStats() []PartitionStats {
 	out := make([]PartitionStats, 0, len(es))
 	for _, e := range es {
 		e.mu.Lock()
-		out = append(out, PartitionStats{Key: e.key, Topic: e.topic, PartitionStats: e.p.Stats(now)})
+		if e.p != nil {
+			out = append(out, PartitionStats{Key: e.key, Topic: e.topic, PartitionStats: e.p.Stats(now)})
+		}
 		e.mu.Unlock()
 	}
 	return out
-}
-
-// handle executes a state change (e.mu held): the update would be
-// persisted here (next step); DLQ actions are archived at once, since no
-// DLQ is written yet; then the timer is set to the next deadline.
-func (e *entry) handle(ch share.StateChange, now time.Time) {
-	for _, a := range ch.DLQ {
-		if e.r.cfg.DLQTopic != "" {
-			e.r.log.Warn("share: dead-letter writing not implemented; archiving records without parking them",
-				"group", e.key.Group, "topic", e.topic, "partition", e.key.Partition,
-				"first", a.First, "last", a.Last, "reason", a.Reason.String(), "dlq", e.r.cfg.DLQTopic)
-		}
-		if _, err := e.p.CompleteArchive(a.First, a.Last); err != nil {
-			e.r.log.Error("share: archiving records failed", "group", e.key.Group, "topic", e.topic,
-				"partition", e.key.Partition, "first", a.First, "last", a.Last, "err", err)
-		}
-	}
-	e.schedule(now)
 }
 
 // schedule arms the timer at the share-partition's next deadline (e.mu
@@ -323,8 +375,10 @@ func (e *entry) schedule(now time.Time) {
 // fire runs on the timer: locks expire, backoffs end.
 func (e *entry) fire() {
 	e.mu.Lock()
-	now := e.r.cfg.Now()
-	e.handle(e.p.Expire(now), now)
+	if e.p != nil {
+		now := e.r.cfg.Now()
+		_ = e.handle(e.p.Expire(now), now) // a failure unloads: the records come back on reload
+	}
 	e.mu.Unlock()
 	e.r.signal()
 }

@@ -1,0 +1,262 @@
+package sharepart
+
+// Loading, persisting and dead-lettering of one share-partition (entry):
+// the parts of the registry that talk to the share coordinator (Store)
+// and to dead-letter topics (DLQWriter).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/share"
+)
+
+// ensure loads the share-partition if it is not loaded under the
+// partition's current leader epoch (e.mu held): from the store, or, when
+// the store has nothing, fresh at share.auto.offset.reset, written to the
+// store at once so that a new leader starts where this one did. Archiving
+// records found in the state are handed to the DLQ writer again.
+func (e *entry) ensure(part *replica.Partition, now time.Time) error {
+	ep := part.LeaderEpoch()
+	if e.p != nil && e.epoch == ep {
+		return nil
+	}
+	if e.p != nil {
+		// Leadership moved away and back: what this broker remembers may
+		// be stale; the store has the truth.
+		e.unload()
+	}
+	gs := e.r.settings(e.key.Group)
+	cfg := gs.Partition
+	cfg.DeadLetter = gs.DLQTopic != ""
+	var p *share.SharePartition
+	if st := e.r.cfg.Store; st != nil {
+		ctx, cancel := context.WithTimeout(e.r.ctx, storeTimeout)
+		snap, ok, err := st.Read(ctx, e.key, ep)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: reading the state of %s: %v", ErrStateUnavailable, e, err)
+		}
+		if ok {
+			if p, err = share.LoadPartition(cfg, snap, nil); err != nil {
+				return fmt.Errorf("%w: loading the state of %s: %v", ErrStateUnavailable, e, err)
+			}
+		}
+	}
+	fresh := p == nil
+	if fresh {
+		start, err := resetOffset(gs.AutoOffsetReset, part, now)
+		if err != nil {
+			return err
+		}
+		p = share.NewPartition(cfg, start, nil)
+	}
+	p.SetLeaderEpoch(ep)
+	e.p, e.epoch, e.dlqTopic = p, ep, gs.DLQTopic
+	e.gen++
+	if fresh {
+		if err := e.persist(share.Update{LeaderEpoch: ep, StartOffset: p.StartOffset()}); err != nil {
+			return err
+		}
+		e.r.log.Info("share-partition initialized", "share_partition", e.String(), "start_offset", p.StartOffset(),
+			"auto_offset_reset", cmpOr(gs.AutoOffsetReset, "latest"))
+	} else {
+		e.r.log.Info("share-partition loaded", "share_partition", e.String(), "start_offset", p.StartOffset(),
+			"leader_epoch", ep)
+	}
+	for _, a := range p.PendingDLQ() {
+		e.park(a, now)
+	}
+	e.schedule(now)
+	return nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// unload forgets the in-memory state (e.mu held); the next use loads it
+// from the store again.
+func (e *entry) unload() {
+	e.p = nil
+	e.gen++
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+}
+
+func (e *entry) String() string {
+	return e.key.Group + ":" + e.topic + "/" + strconv.Itoa(int(e.key.Partition))
+}
+
+// persist makes u durable in the store (e.mu held). On failure the
+// in-memory state, now ahead of the store, is dropped.
+func (e *entry) persist(u share.Update) error {
+	st := e.r.cfg.Store
+	if st == nil || u.Empty() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(e.r.ctx, storeTimeout)
+	defer cancel()
+	if err := st.Write(ctx, e.key, u); err != nil {
+		e.r.log.Warn("share-partition state not written; reloading it on next use (unacknowledged work is redelivered)",
+			"share_partition", e.String(), "err", err)
+		e.unload()
+		return fmt.Errorf("%w: writing the state of %s: %v", ErrStateUnavailable, e, err)
+	}
+	return nil
+}
+
+// handle executes a state change (e.mu held): the update is made durable,
+// then the DLQ actions start and the timer is set to the next deadline.
+func (e *entry) handle(ch share.StateChange, now time.Time) error {
+	if err := e.persist(ch.Update); err != nil {
+		return err
+	}
+	for _, a := range ch.DLQ {
+		e.park(a, now)
+	}
+	e.schedule(now)
+	return nil
+}
+
+// park starts the DLQ write of a (e.mu held). Its Archiving state is
+// durable already; the records are archived once the write is, and a
+// write cut short by a reload is done again by the next load.
+func (e *entry) park(a share.DLQAction, now time.Time) {
+	if e.r.cfg.DLQ == nil || e.dlqTopic == "" {
+		if e.dlqTopic != "" {
+			e.r.log.Warn("share: no dead-letter writer; archiving records without parking them",
+				"share_partition", e.String(), "first", a.First, "last", a.Last, "dlq", e.dlqTopic)
+		}
+		e.completeArchive(a, now)
+		return
+	}
+	go e.parkLoop(e.gen, e.dlqTopic, a)
+}
+
+// parkLoop writes a's records to the DLQ topic until it succeeds, the
+// registry closes or the entry is reloaded, then archives them.
+func (e *entry) parkLoop(gen uint64, dlqTopic string, a share.DLQAction) {
+	r := e.r
+	backoff := 100 * time.Millisecond
+	for {
+		e.mu.Lock()
+		stale := e.gen != gen
+		e.mu.Unlock()
+		if stale || r.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+		err := r.cfg.DLQ.Park(ctx, e.key, e.topic, dlqTopic, a)
+		cancel()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, context.Canceled) && r.ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("share: dead-letter write failed; retrying", "share_partition", e.String(),
+			"first", a.First, "last", a.Last, "dlq", dlqTopic, "retry_in", backoff, "err", err)
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gen != gen || e.p == nil {
+		return // reloaded: the load parks the records again (at least once)
+	}
+	e.completeArchive(a, r.cfg.Now())
+}
+
+// completeArchive archives a's records (e.mu held).
+func (e *entry) completeArchive(a share.DLQAction, now time.Time) {
+	ch, err := e.p.CompleteArchive(a.First, a.Last)
+	if err != nil {
+		e.r.log.Error("share: archiving records failed", "share_partition", e.String(),
+			"first", a.First, "last", a.Last, "err", err)
+		return
+	}
+	_ = e.handle(ch, now) // a failure unloads; the load parks the records again
+}
+
+// resetOffset is where a share-partition without state starts
+// (share.auto.offset.reset): the high watermark (latest, Kafka's
+// default), the log start (earliest), or the first record at or after
+// now minus a duration (by_duration:<ISO-8601 duration>).
+func resetOffset(policy string, part *replica.Partition, now time.Time) (int64, error) {
+	switch {
+	case policy == "" || policy == "latest":
+		return part.HighWatermark(), nil
+	case policy == "earliest":
+		return part.LogStartOffset(), nil
+	case strings.HasPrefix(policy, "by_duration:"):
+		d, err := ParseISODuration(strings.TrimPrefix(policy, "by_duration:"))
+		if err != nil {
+			return 0, err
+		}
+		off, _, found, err := part.OffsetForTimestamp(now.Add(-d).UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			return part.HighWatermark(), nil
+		}
+		return min(off, part.HighWatermark()), nil
+	}
+	return 0, fmt.Errorf("%w: share.auto.offset.reset %q is not latest, earliest or by_duration:<duration>", share.ErrInvalidPartitionConfig, policy)
+}
+
+// ParseISODuration parses the ISO-8601 durations of Java's
+// Duration.parse that share.auto.offset.reset's by_duration takes:
+// PnDTnHnMn.nS, each part optional (P1D, PT30M, PT1.5S).
+func ParseISODuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%w: %q is not an ISO-8601 duration such as P1D, PT2H or PT30M", share.ErrInvalidPartitionConfig, s)
+	rest, ok := strings.CutPrefix(strings.ToUpper(s), "P")
+	if !ok || rest == "" {
+		return 0, bad
+	}
+	var d time.Duration
+	inTime := false
+	any := false
+	for rest != "" {
+		if rest[0] == 'T' {
+			if inTime {
+				return 0, bad
+			}
+			inTime, rest = true, rest[1:]
+			continue
+		}
+		i := strings.IndexAny(rest, "DHMS")
+		if i <= 0 {
+			return 0, bad
+		}
+		v, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || v < 0 {
+			return 0, bad
+		}
+		unit := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute, 'S': time.Second}[rest[i]]
+		if (rest[i] == 'D') == inTime {
+			return 0, bad
+		}
+		d += time.Duration(v * float64(unit))
+		rest, any = rest[i+1:], true
+	}
+	if !any {
+		return 0, bad
+	}
+	return d, nil
+}
