@@ -630,7 +630,7 @@ func (p *SharePartition) finish() StateChange {
 	if len(p.runs) == 0 {
 		p.runs = nil // let the backing array go
 	}
-	res := StateChange{DLQ: p.dlq, Update: Update{StartOffset: -1, LeaderEpoch: p.leaderEpoch}}
+	res := StateChange{DLQ: p.dlq, Update: Update{StartOffset: -1, LeaderEpoch: p.leaderEpoch, StateEpoch: p.stateEpoch}}
 	if p.startMoved {
 		res.Update.StartOffset = p.start
 	}

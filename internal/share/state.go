@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The persisted state of a share-partition, in the layout of Kafka's
@@ -56,6 +57,10 @@ type Update struct {
 	StartOffset           int64 // -1: unchanged
 	DeliveryCompleteCount int32 // -1: unknown
 	StateBatches          []StateBatch
+	// StateEpoch is the state epoch the writer loaded (WriteShareGroupState
+	// carries it; the record does not): a write against a state that was
+	// reset since is fenced.
+	StateEpoch int32
 }
 
 // Empty says there is nothing to persist.
@@ -212,19 +217,56 @@ func appendBatches(dst []byte, bs []StateBatch) []byte {
 		dst = kbin.AppendInt64(dst, b.LastOffset)
 		dst = kbin.AppendInt8(dst, b.DeliveryState)
 		dst = kbin.AppendInt16(dst, b.DeliveryCount)
-		var tags [][2]any
-		if b.AvailableAtMs != 0 {
-			tags = append(tags, [2]any{tagAvailableAt, kbin.AppendInt64(nil, b.AvailableAtMs)})
-		}
-		if b.Reason != ReasonNone {
-			tags = append(tags, [2]any{tagReason, kbin.AppendInt8(nil, int8(b.Reason))})
-		}
-		if b.ErrorText != "" {
-			tags = append(tags, [2]any{tagErrorText, kbin.AppendCompactString(nil, b.ErrorText)})
-		}
-		dst = appendTagged(dst, tags)
+		dst = appendTagged(dst, b.berthFields())
 	}
 	return dst
+}
+
+// berthFields are b's Berth tagged fields (tag, encoded value).
+func (b StateBatch) berthFields() [][2]any {
+	var tags [][2]any
+	if b.AvailableAtMs != 0 {
+		tags = append(tags, [2]any{tagAvailableAt, kbin.AppendInt64(nil, b.AvailableAtMs)})
+	}
+	if b.Reason != ReasonNone {
+		tags = append(tags, [2]any{tagReason, kbin.AppendInt8(nil, int8(b.Reason))})
+	}
+	if b.ErrorText != "" {
+		tags = append(tags, [2]any{tagErrorText, kbin.AppendCompactString(nil, b.ErrorText)})
+	}
+	return tags
+}
+
+// setBerthField decodes one Berth tagged field into b (unknown tags are
+// ignored).
+func (b *StateBatch) setBerthField(tag uint32, v *kbin.Reader) {
+	switch tag {
+	case tagAvailableAt:
+		b.AvailableAtMs = v.Int64()
+	case tagReason:
+		b.Reason = Reason(v.Int8())
+	case tagErrorText:
+		b.ErrorText = v.CompactString()
+	}
+}
+
+// BerthTags returns b's Berth fields as the tagged fields of a
+// ReadShareGroupState or WriteShareGroupState state batch: brokers pass
+// the retry backoff and DLQ details to the share coordinator with
+// Kafka's RPCs (the same tags as in the records).
+func (b StateBatch) BerthTags() kmsg.Tags {
+	var t kmsg.Tags
+	for _, f := range b.berthFields() {
+		t.Set(uint32(f[0].(int)), f[1].([]byte))
+	}
+	return t
+}
+
+// SetBerthTags reads the Berth fields of an RPC state batch's tags.
+func (b *StateBatch) SetBerthTags(t kmsg.Tags) {
+	t.Each(func(tag uint32, v []byte) {
+		b.setBerthField(tag, &kbin.Reader{Src: v})
+	})
 }
 
 func completeTag(dst []byte, dcc int32) []byte {
@@ -276,16 +318,7 @@ func readBatches(r *kbin.Reader) []StateBatch {
 	bs := make([]StateBatch, 0, n)
 	for i := int32(0); i < n && r.Ok(); i++ {
 		b := StateBatch{FirstOffset: r.Int64(), LastOffset: r.Int64(), DeliveryState: r.Int8(), DeliveryCount: r.Int16()}
-		readTagged(r, func(tag uint32, v *kbin.Reader) {
-			switch tag {
-			case tagAvailableAt:
-				b.AvailableAtMs = v.Int64()
-			case tagReason:
-				b.Reason = Reason(v.Int8())
-			case tagErrorText:
-				b.ErrorText = v.CompactString()
-			}
-		})
+		readTagged(r, b.setBerthField)
 		bs = append(bs, b)
 	}
 	return bs
