@@ -16,19 +16,86 @@ package handler
 // (GROUP_ID_NOT_FOUND otherwise) when this broker coordinates it; when it
 // does not, the group is not checked, since state lives on the leaders.
 //
+// Berth adds tagged fields (ShareStatsTag*, numbers 1000 and up so that
+// Kafka's own tags never collide) to each partition entry it has
+// share-partition state for: the records available, in flight, delayed,
+// the oldest available record's age and the redelivery, rejection,
+// delivery-limit, DLQ and archiving counts (docs/compatibility.md, key
+// 90). Each value is a zigzag varint (kbin varlong). Stock clients skip
+// unknown tags; `berth queue` reads them.
+//
 // Not honoured: authorization (no ACLs yet).
 
 import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 )
+
+// Berth's tagged fields on DescribeShareGroupOffsets response partitions
+// (every version): a share-partition's current counts, each a zigzag
+// varint. They are present only where the share-partition has state.
+const (
+	// ShareStatsTagAvailable: records a consumer can acquire now, in the
+	// in-flight window plus those past it up to the high watermark.
+	ShareStatsTagAvailable uint32 = 1000
+	// ShareStatsTagAcquired: records in flight (under an acquisition lock).
+	ShareStatsTagAcquired uint32 = 1001
+	// ShareStatsTagDelayed: released records waiting out their retry backoff.
+	ShareStatsTagDelayed uint32 = 1002
+	// ShareStatsTagOldestAvailableAgeMs: how long the oldest record
+	// available in the window has waited, in milliseconds; -1 when none
+	// is (records past the window, never fetched, are not timed).
+	ShareStatsTagOldestAvailableAgeMs uint32 = 1003
+	// ShareStatsTagRedeliveries: records acquired with a delivery count
+	// above 1, since this broker took the share-partition.
+	ShareStatsTagRedeliveries uint32 = 1004
+	// ShareStatsTagRejected: records archived because a consumer rejected
+	// them, since this broker took the share-partition.
+	ShareStatsTagRejected uint32 = 1005
+	// ShareStatsTagDeliveryLimit: records archived at the delivery count
+	// limit, since this broker took the share-partition.
+	ShareStatsTagDeliveryLimit uint32 = 1006
+	// ShareStatsTagDLQWritten: records written to the group's DLQ topic,
+	// since this broker took the share-partition.
+	ShareStatsTagDLQWritten uint32 = 1007
+	// ShareStatsTagArchiving: records waiting for their DLQ write.
+	ShareStatsTagArchiving uint32 = 1008
+)
+
+// setShareStatsTags puts st into sp's tagged fields; hw is the
+// partition's high watermark.
+func setShareStatsTags(sp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, st share.PartitionStats, hw int64, now time.Time) {
+	age := int64(-1)
+	if !st.OldestAvailableSince.IsZero() {
+		age = max(now.Sub(st.OldestAvailableSince).Milliseconds(), 0)
+	}
+	for _, kv := range []struct {
+		tag uint32
+		v   int64
+	}{
+		{ShareStatsTagAvailable, st.Available + max(hw-st.EndOffset, 0)},
+		{ShareStatsTagAcquired, st.Acquired},
+		{ShareStatsTagDelayed, st.Delayed},
+		{ShareStatsTagOldestAvailableAgeMs, age},
+		{ShareStatsTagRedeliveries, int64(st.Redeliveries)},
+		{ShareStatsTagRejected, int64(st.Rejected)},
+		{ShareStatsTagDeliveryLimit, int64(st.DeliveryLimits)},
+		{ShareStatsTagDLQWritten, int64(st.DLQWritten)},
+		{ShareStatsTagArchiving, st.Archiving},
+	} {
+		sp.UnknownTags.Set(kv.tag, kbin.AppendVarlong(nil, kv.v))
+	}
+}
 
 func init() { register(90, 0, 1, (*Broker).describeShareGroupOffsets) }
 
@@ -92,6 +159,7 @@ func (b *Broker) describeShareOffsets(rg kmsg.DescribeShareGroupOffsetsRequestGr
 					if st, ok := b.Shares.Stats(sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}); ok {
 						sp.StartOffset = st.StartOffset
 						sp.Lag = max(p.HighWatermark()-st.StartOffset-st.Acknowledged-st.Archiving-st.Archived, 0)
+						setShareStatsTags(&sp, st, p.HighWatermark(), time.Now())
 					}
 				}
 			}

@@ -5,12 +5,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/handler"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
+
+// shareStatsTags decodes Berth's tagged fields of a partition entry.
+func shareStatsTags(t *testing.T, p kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition) map[uint32]int64 {
+	t.Helper()
+	out := map[uint32]int64{}
+	p.UnknownTags.Each(func(tag uint32, b []byte) {
+		r := kbin.Reader{Src: b}
+		v := r.Varlong()
+		if r.Complete() != nil {
+			t.Errorf("tag %d: %x is not one varlong", tag, b)
+		}
+		out[tag] = v
+	})
+	return out
+}
 
 // describeShareOffsets sends DescribeShareGroupOffsets for one group to
 // the broker behind send.
@@ -102,7 +119,7 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 		want("share fetch", resp.ErrorCode, nil)
 		return resp
 	}
-	offsets := func(what string, version int16, start, lag int64) {
+	offsets := func(what string, version int16, start, lag int64) map[uint32]int64 {
 		t.Helper()
 		g := describeShareOffsets(t, send, version, "g", shareTopic("q", 0))
 		p := g.Topics[0].Partitions[0]
@@ -110,10 +127,23 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 		if p.StartOffset != start || p.Lag != lag {
 			t.Errorf("%s: start %d lag %d, want %d and %d", what, p.StartOffset, p.Lag, start, lag)
 		}
+		return shareStatsTags(t, p)
+	}
+	// stats checks Berth's tagged fields: available, acquired, delayed,
+	// oldest available age.
+	stats := func(what string, tags map[uint32]int64, avail, acquired, delayed, age int64) {
+		t.Helper()
+		got := []int64{tags[handler.ShareStatsTagAvailable], tags[handler.ShareStatsTagAcquired], tags[handler.ShareStatsTagDelayed], tags[handler.ShareStatsTagOldestAvailableAgeMs]}
+		if len(tags) != 9 || got[0] != avail || got[1] != acquired || got[2] != delayed || got[3] != age {
+			t.Errorf("%s: tags %v: available, acquired, delayed, age %v, want [%d %d %d %d]", what, tags, got, avail, acquired, delayed, age)
+		}
+	}
+	if p := describeShareOffsets(t, send, 1, "g", shareTopic("q", 0)).Topics[0].Partitions[0]; p.UnknownTags.Len() != 0 {
+		t.Errorf("uninitialized partition has tags %v", shareStatsTags(t, p))
 	}
 
 	fetch(0, 0) // the share-partition starts at the high watermark, 0
-	offsets("opened", 1, 0, 0)
+	stats("opened", offsets("opened", 1, 0, 0), 0, 0, 0, -1)
 	var recs []*kgo.Record
 	for range 3 {
 		recs = append(recs, &kgo.Record{Topic: "q", Value: []byte("job")})
@@ -121,21 +151,21 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	offsets("three produced", 1, 0, 3)
+	stats("three produced", offsets("three produced", 1, 0, 3), 3, 0, 0, -1)
 	if got := fetch(1, 10000); len(got.Topics) != 1 || len(got.Topics[0].Partitions[0].AcquiredRecords) == 0 {
 		t.Fatalf("nothing acquired: %+v", got.Topics)
 	}
-	offsets("acquired", 1, 0, 3)
+	stats("acquired", offsets("acquired", 1, 0, 3), 0, 3, 0, -1)
 	resp, err := shareAck("g", "m1", 2, topicID, 0, 1, ackBatch(0, 0, 1)).RequestWith(ctx, cl)
 	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %v %+v", err, resp)
 	}
-	offsets("first accepted", 1, 1, 2)
+	stats("first accepted", offsets("first accepted", 1, 1, 2), 0, 2, 0, -1)
 	resp, err = shareAck("g", "m1", 3, topicID, 0, 1, ackBatch(1, 2, 1)).RequestWith(ctx, cl)
 	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %v %+v", err, resp)
 	}
-	offsets("all accepted", 1, 3, 0)
+	stats("all accepted", offsets("all accepted", 1, 3, 0), 0, 0, 0, -1)
 
 	// A null topic list: the share-partitions this broker holds for g.
 	all := describeShareOffsets(t, send, 1, "g")
