@@ -442,6 +442,7 @@ func (p *SharePartition) archive(rs recState, reason Reason, errText string) rec
 	if !p.cfg.DeadLetter {
 		return recState{state: Archived, count: rs.count}
 	}
+	errText = cmp.Or(errText, rs.errText) // the member's annotation (annotate.go) when the ack has none
 	if n := p.cfg.MaxErrorText; len(errText) > n {
 		for n > 0 && !utf8.RuneStart(errText[n]) {
 			n--
