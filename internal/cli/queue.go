@@ -11,9 +11,17 @@ package cli
 // too). Start offsets come from DescribeShareGroupOffsets, sent to each
 // partition's leader: Berth keeps share-partition state on the leader,
 // not on a share coordinator, so the request is not routed the way kgo
-// routes key 90 (to the group coordinator). Counts of in-flight records,
-// redeliveries and archived records are in the broker's /metrics
-// (berth_share_*).
+// routes key 90 (to the group coordinator).
+//
+// The counts of a share-partition (available, in flight, delayed, the
+// oldest available record's age, redeliveries, archived) come from
+// Berth's tagged fields on the DescribeShareGroupOffsets partitions
+// (handler.ShareStatsTag*, docs/compatibility.md key 90); a broker that
+// does not send them leaves them unknown (-1, shown "-"). The DLQ depth
+// is the record count (high watermark minus log start) of the topic the
+// group's errors.deadletterqueue.topic.name config names, read with
+// DescribeConfigs on the GROUP resource (type 32); blank when the broker
+// does not answer it or the group has no DLQ topic.
 
 import (
 	"context"
@@ -26,9 +34,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/handler"
+	"github.com/berthmq/berth/internal/share"
 )
 
 func init() { clientCommands = append(clientCommands, newQueueCmd) }
@@ -53,7 +65,73 @@ type queuePartition struct {
 	StartOffset   int64  `json:"start_offset"` // -1: the group has not fetched the partition yet
 	HighWatermark int64  `json:"high_watermark"`
 	Lag           int64  `json:"lag"` // -1: unknown
-	Error         string `json:"error,omitempty"`
+	queueCounts
+	Error string `json:"error,omitempty"`
+}
+
+// queueCounts are a share-partition's (or, summed, a group's) record
+// counts from Berth's tagged fields; -1 is unknown (not a Berth broker,
+// or no share-partition state yet).
+type queueCounts struct {
+	Available            int64 `json:"available"`
+	InFlight             int64 `json:"in_flight"`
+	Delayed              int64 `json:"delayed"`
+	OldestAvailableAgeMs int64 `json:"oldest_available_age_ms"` // -1: none available in the window, or unknown
+	Redeliveries         int64 `json:"redeliveries"`
+	Archived             int64 `json:"archived"` // rejected plus delivery limit reached
+	DLQWritten           int64 `json:"dlq_written"`
+}
+
+func unknownCounts() queueCounts {
+	return queueCounts{-1, -1, -1, -1, -1, -1, -1}
+}
+
+// shareStatsFromTags reads Berth's tagged fields of a
+// DescribeShareGroupOffsets partition; ok is false when there are none.
+func shareStatsFromTags(tags *kmsg.Tags) (c queueCounts, ok bool) {
+	c = unknownCounts()
+	vals := map[uint32]int64{}
+	tags.Each(func(tag uint32, b []byte) {
+		r := kbin.Reader{Src: b}
+		if v := r.Varlong(); r.Complete() == nil {
+			vals[tag] = v
+		}
+	})
+	get := func(tag uint32, dst *int64) {
+		if v, found := vals[tag]; found {
+			*dst, ok = v, true
+		}
+	}
+	get(handler.ShareStatsTagAvailable, &c.Available)
+	get(handler.ShareStatsTagAcquired, &c.InFlight)
+	get(handler.ShareStatsTagDelayed, &c.Delayed)
+	get(handler.ShareStatsTagOldestAvailableAgeMs, &c.OldestAvailableAgeMs)
+	get(handler.ShareStatsTagRedeliveries, &c.Redeliveries)
+	get(handler.ShareStatsTagDLQWritten, &c.DLQWritten)
+	rej, lim := int64(-1), int64(-1)
+	get(handler.ShareStatsTagRejected, &rej)
+	get(handler.ShareStatsTagDeliveryLimit, &lim)
+	if rej >= 0 || lim >= 0 {
+		c.Archived = max(rej, 0) + max(lim, 0)
+	}
+	return c, ok
+}
+
+// add sums o into c: unknown stays unknown only while every part is;
+// the age is the largest.
+func (c *queueCounts) add(o queueCounts) {
+	sum := func(dst *int64, v int64) {
+		if v >= 0 {
+			*dst = max(*dst, 0) + v
+		}
+	}
+	sum(&c.Available, o.Available)
+	sum(&c.InFlight, o.InFlight)
+	sum(&c.Delayed, o.Delayed)
+	sum(&c.Redeliveries, o.Redeliveries)
+	sum(&c.Archived, o.Archived)
+	sum(&c.DLQWritten, o.DLQWritten)
+	c.OldestAvailableAgeMs = max(c.OldestAvailableAgeMs, o.OldestAvailableAgeMs)
 }
 
 // queueMember is one member of a share group.
@@ -67,13 +145,18 @@ type queueMember struct {
 
 // queueInfo is one share group as a queue.
 type queueInfo struct {
-	Group         string           `json:"group"`
-	State         string           `json:"state"`
-	CoordinatorID int32            `json:"coordinator_id"`
-	Members       int              `json:"members"`
-	Lag           int64            `json:"lag"` // sum over the partitions with a known lag
-	Partitions    []queuePartition `json:"partitions"`
-	MemberList    []queueMember    `json:"member_list,omitempty"`
+	Group         string `json:"group"`
+	State         string `json:"state"`
+	CoordinatorID int32  `json:"coordinator_id"`
+	Members       int    `json:"members"`
+	Lag           int64  `json:"lag"` // sum over the partitions with a known lag
+	queueCounts          // summed over the partitions
+	// DLQTopic is the group's errors.deadletterqueue.topic.name ("" for
+	// none or unknown); DLQDepth the records in it (-1: unknown).
+	DLQTopic   string           `json:"dlq_topic,omitempty"`
+	DLQDepth   int64            `json:"dlq_depth"`
+	Partitions []queuePartition `json:"partitions"`
+	MemberList []queueMember    `json:"member_list,omitempty"`
 }
 
 func newQueueListCmd(cf *clientFlags) *cobra.Command {
@@ -162,7 +245,7 @@ func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group
 	subscribed := map[string][]string{} // group -> topics
 	for _, g := range groups {
 		d, ok := described[g]
-		q := queueInfo{Group: g, CoordinatorID: -1, Partitions: []queuePartition{}}
+		q := queueInfo{Group: g, CoordinatorID: -1, Partitions: []queuePartition{}, queueCounts: unknownCounts(), DLQDepth: -1}
 		switch {
 		case !ok && strict:
 			return nil, &queueGroupError{g, errors.New("not described")}
@@ -292,6 +375,7 @@ func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					qp := queuePartition{Topic: t.Topic, Partition: p.Partition, Leader: b, StartOffset: p.StartOffset, HighWatermark: -1, Lag: -1}
+					qp.queueCounts, _ = shareStatsFromTags(&p.UnknownTags)
 					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 						if nullTopics && errors.Is(err, kerr.NotLeaderForPartition) {
 							continue // stale state of a partition it no longer leads
@@ -337,12 +421,88 @@ func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group
 					q.Lag += p.Lag
 				}
 			}
+			q.add(p.queueCounts)
 		}
 		if ps != nil {
 			q.Partitions = ps
 		}
 	}
+	queueDLQs(ctx, cl, adm, qs)
 	return qs, nil
+}
+
+// queueDLQs fills each group's DLQ topic (DescribeConfigs on the GROUP
+// resource, type 32) and its depth. A broker that does not serve group
+// configs leaves them blank: that is not an error.
+func queueDLQs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, qs []queueInfo) {
+	if len(qs) == 0 {
+		return
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, q := range qs {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, q.Group
+		r.ConfigNames = []string{share.ConfigDLQTopicName}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return
+	}
+	dlqs := map[string]string{}
+	for _, r := range resp.Resources {
+		if r.ErrorCode != 0 {
+			continue
+		}
+		for _, c := range r.Configs {
+			if c.Name == share.ConfigDLQTopicName && c.Value != nil && *c.Value != "" {
+				dlqs[r.ResourceName] = *c.Value
+			}
+		}
+	}
+	if len(dlqs) == 0 {
+		return
+	}
+	topics := make([]string, 0, len(dlqs))
+	for _, t := range dlqs {
+		topics = append(topics, t)
+	}
+	depths := topicDepths(ctx, adm, topics)
+	for i := range qs {
+		if t, ok := dlqs[qs[i].Group]; ok {
+			qs[i].DLQTopic = t
+			if d, ok := depths[t]; ok {
+				qs[i].DLQDepth = d
+			}
+		}
+	}
+}
+
+// topicDepths returns, for each topic whose every partition answered,
+// the records in it: the sum of high watermark minus log start offset.
+func topicDepths(ctx context.Context, adm *kadm.Client, topics []string) map[string]int64 {
+	out := map[string]int64{}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil && len(starts) == 0 {
+		return out
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil && len(ends) == 0 {
+		return out
+	}
+	bad := map[string]bool{}
+	ends.Each(func(e kadm.ListedOffset) {
+		s, ok := starts.Lookup(e.Topic, e.Partition)
+		if e.Err != nil || !ok || s.Err != nil {
+			bad[e.Topic] = true
+			return
+		}
+		out[e.Topic] += max(e.Offset-s.Offset, 0)
+	})
+	for t := range bad {
+		delete(out, t)
+	}
+	return out
 }
 
 func dashIfNegative(v int64) string {
@@ -357,29 +517,49 @@ func printQueueList(w io.Writer, qs []queueInfo) error {
 		_, err := fmt.Fprintln(w, "No share groups.")
 		return err
 	}
-	t := newTable(w, "group", "state", "members", "partitions", "lag")
+	t := newTable(w, "group", "state", "members", "partitions", "lag", "available", "in-flight", "delayed", "oldest-available", "dlq-depth")
 	for _, q := range qs {
 		state := q.State
 		if state == "" {
 			state = "-"
 		}
-		t.row(q.Group, state, q.Members, len(q.Partitions), q.Lag)
+		t.row(q.Group, state, q.Members, len(q.Partitions), q.Lag, dashIfNegative(q.Available), dashIfNegative(q.InFlight),
+			dashIfNegative(q.Delayed), formatAge(q.OldestAvailableAgeMs), dlqDepthCell(q))
 	}
 	return t.flush()
 }
 
+// dlqDepthCell is "-" without a known DLQ topic, else its depth.
+func dlqDepthCell(q queueInfo) string {
+	if q.DLQTopic == "" {
+		return "-"
+	}
+	return dashIfNegative(q.DLQDepth)
+}
+
 func printQueue(w io.Writer, q queueInfo) error {
-	fmt.Fprintf(w, "Group %s: state %s, coordinator %d, %d members, lag %d\n\n", q.Group, q.State, q.CoordinatorID, q.Members, q.Lag)
+	fmt.Fprintf(w, "Group %s: state %s, coordinator %d, %d members, lag %d\n", q.Group, q.State, q.CoordinatorID, q.Members, q.Lag)
+	fmt.Fprintf(w, "Jobs: %s available, %s in flight, %s delayed, oldest available %s, %s redelivered, %s archived\n",
+		dashIfNegative(q.Available), dashIfNegative(q.InFlight), dashIfNegative(q.Delayed), formatAge(q.OldestAvailableAgeMs),
+		dashIfNegative(q.Redeliveries), dashIfNegative(q.Archived))
+	if q.DLQTopic == "" {
+		fmt.Fprint(w, "DLQ: -\n\n")
+	} else {
+		fmt.Fprintf(w, "DLQ: %s, %s records\n\n", q.DLQTopic, dashIfNegative(q.DLQDepth))
+	}
 	if len(q.Partitions) == 0 {
 		fmt.Fprintln(w, "No share-partitions yet (the group has fetched nothing).")
 	} else {
-		t := newTable(w, "topic", "partition", "leader", "start-offset", "high-watermark", "lag", "error")
+		t := newTable(w, "topic", "partition", "leader", "start-offset", "high-watermark", "lag",
+			"available", "in-flight", "delayed", "oldest-available", "redelivered", "archived", "error")
 		for _, p := range q.Partitions {
 			errCol := p.Error
 			if errCol == "" {
 				errCol = "-"
 			}
-			t.row(p.Topic, p.Partition, p.Leader, dashIfNegative(p.StartOffset), dashIfNegative(p.HighWatermark), dashIfNegative(p.Lag), errCol)
+			t.row(p.Topic, p.Partition, p.Leader, dashIfNegative(p.StartOffset), dashIfNegative(p.HighWatermark), dashIfNegative(p.Lag),
+				dashIfNegative(p.Available), dashIfNegative(p.InFlight), dashIfNegative(p.Delayed), formatAge(p.OldestAvailableAgeMs),
+				dashIfNegative(p.Redeliveries), dashIfNegative(p.Archived), errCol)
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -401,6 +581,5 @@ func printQueue(w io.Writer, q queueInfo) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(w, "\nIn-flight, delayed and redelivered record counts are in the broker's /metrics (berth_share_*).")
-	return err
+	return nil
 }

@@ -109,15 +109,24 @@ func TestQueueListDescribeLag(t *testing.T) {
 	if len(qs) != 1 || qs[0].Group != "workers" || qs[0].Members != 1 || qs[0].Lag != jobs || qs[0].State != "Stable" {
 		t.Fatalf("queue list --json with %d jobs waiting: %+v", jobs, qs)
 	}
-	out, _, err := runCLI(t, "", "queue", "list", "-b", addr)
-	if err != nil {
-		t.Fatal(err)
+	// The worker may have prefetched (acquired) some: they are in flight.
+	if c := qs[0].queueCounts; c.Available+c.InFlight != jobs || c.Delayed != 0 {
+		t.Fatalf("queue list --json with %d jobs waiting: counts %+v", jobs, c)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATE MEMBERS PARTITIONS LAG" ||
-		strings.Join(strings.Fields(lines[1]), " ") != "workers Stable 1 1 "+strconv.Itoa(jobs) {
-		t.Fatalf("queue list:\n%s", out)
-	}
+	// The table shows what --json shows (retried if the worker fetched in between).
+	tc.Eventually(t, 30*time.Second, func() error {
+		out, _, err := runCLI(t, "", "queue", "list", "-b", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := queueList(t, addr)[0].queueCounts
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "GROUP STATE MEMBERS PARTITIONS LAG AVAILABLE IN-FLIGHT DELAYED OLDEST-AVAILABLE DLQ-DEPTH" ||
+			strings.Join(strings.Fields(lines[1]), " ") != fmt.Sprintf("workers Stable 1 1 %d %d %d 0 %s -", jobs, c.Available, c.InFlight, formatAge(c.OldestAvailableAgeMs)) {
+			return fmt.Errorf("queue list (counts %+v):\n%s", c, out)
+		}
+		return nil
+	})
 
 	q := queueDescribe(t, addr, "workers")
 	if len(q.Partitions) != 1 || len(q.MemberList) != 1 {
@@ -130,15 +139,19 @@ func TestQueueListDescribeLag(t *testing.T) {
 	if m := q.MemberList[0]; len(m.Assignment) != 1 || m.Assignment[0] != "jobs:0" {
 		t.Errorf("member %+v, want assignment jobs:0", m)
 	}
-	out, _, err = runCLI(t, "", "queue", "describe", "workers", "-b", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("queue describe:\n%s", out)
-	wantRow := fmt.Sprintf("jobs 0 %d %d %d %d -", p.Leader, p.StartOffset, p.HighWatermark, jobs)
-	if !strings.Contains(out, "lag 5\n") || !containsRow(out, wantRow) || !strings.Contains(out, "jobs:0") || !strings.Contains(out, "berth_share_") {
-		t.Fatalf("queue describe, want a row %q:\n%s", wantRow, out)
-	}
+	tc.Eventually(t, 30*time.Second, func() error {
+		out, _, err := runCLI(t, "", "queue", "describe", "workers", "-b", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := queueDescribe(t, addr, "workers").Partitions[0]
+		wantRow := fmt.Sprintf("jobs 0 %d %d %d %d %d %d 0 %s 0 0 -", p.Leader, p.StartOffset, p.HighWatermark, jobs, p.Available, p.InFlight, formatAge(p.OldestAvailableAgeMs))
+		if !strings.Contains(out, "lag 5\n") || !containsRow(out, wantRow) || !strings.Contains(out, "jobs:0") ||
+			!strings.Contains(out, fmt.Sprintf("Jobs: %d available, %d in flight, 0 delayed", p.Available, p.InFlight)) {
+			return fmt.Errorf("queue describe, want a row %q:\n%s", wantRow, out)
+		}
+		return nil
+	})
 
 	// The worker accepts every job: the lag drains to 0.
 	got := 0
@@ -159,8 +172,8 @@ func TestQueueListDescribeLag(t *testing.T) {
 	if p := q.Partitions[0]; p.Lag != 0 || p.StartOffset != p.HighWatermark {
 		t.Errorf("after the jobs: %+v", p)
 	}
-	out, _, err = runCLI(t, "", "queue", "describe", "workers", "-b", addr)
-	if err != nil || !containsRow(out, fmt.Sprintf("jobs 0 %d %d %d 0 -", p.Leader, p.HighWatermark, p.HighWatermark)) {
+	out, _, err := runCLI(t, "", "queue", "describe", "workers", "-b", addr)
+	if err != nil || !containsRow(out, fmt.Sprintf("jobs 0 %d %d %d 0 0 0 0 - 0 0 -", p.Leader, p.HighWatermark, p.HighWatermark)) {
 		t.Errorf("queue describe after the jobs (%v):\n%s", err, out)
 	}
 }
