@@ -13,11 +13,13 @@ import (
 // groups' configs and the dead-letter writer.
 func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Registry, error) {
 	pc := share.PartitionDefaults()
-	pc.LockDuration = cfg.Duration("group.share.record.lock.duration.ms")
-	pc.DeliveryCountLimit = int(cfg.Int("group.share.delivery.count.limit"))
-	pc.MaxRecordLocks = int(cfg.Int("group.share.partition.max.record.locks"))
-	pc.Backoff.Initial = cfg.Duration("group.share.retry.backoff.initial.ms")
-	pc.Backoff.Max = cfg.Duration("group.share.retry.backoff.max.ms")
+	pc.LockDuration = cfg.Duration(share.BrokerRecordLockDurationMs)
+	pc.DeliveryCountLimit = int(cfg.Int(share.BrokerDeliveryCountLimit))
+	pc.MaxRecordLocks = int(cfg.Int(share.BrokerMaxRecordLocks))
+	pc.Backoff.Initial = cfg.Duration(share.BrokerRetryBackoffInitialMs)
+	pc.Backoff.Multiplier = cfg.Float(share.BrokerRetryBackoffMultiplier)
+	pc.Backoff.Max = cfg.Duration(share.BrokerRetryBackoffMaxMs)
+	pc.Backoff.Jitter = cfg.Float(share.BrokerRetryBackoffJitter)
 	return sharepart.New(sharepart.Config{
 		Partition: pc,
 		Settings:  n.shareSettings(cfg, pc),
@@ -28,11 +30,20 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 }
 
 // shareSettings resolves a share group's settings: its group configs
-// over the broker defaults pc (nil: every group has pc, no DLQ topic and
-// share.auto.offset.reset=latest).
+// (the GROUP config resource, in the metadata image) over the broker
+// settings, dynamic then static. It runs on every share-partition load
+// and every ShareFetch, so it only reads the in-memory image. Settings
+// that fail validation (only a group config set under other broker
+// bounds can) fall back to the broker defaults pc, keeping the group's
+// dead-letter topic and share.auto.offset.reset.
 func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(group string) sharepart.GroupSettings {
-	return nil
+	return func(group string) sharepart.GroupSettings {
+		im := n.ctrl.Image()
+		g, err := cfg.ShareGroup(im.GroupConfig(group), im.BrokerConfigs)
+		if err != nil {
+			g.Partition = pc
+			g.Partition.DeadLetter = g.DLQTopic != ""
+		}
+		return sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset}
+	}
 }
-
-// dlqWriter is the writer of dead-letter topics (nil: none).
-func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return nil }

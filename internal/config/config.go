@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,10 +27,11 @@ const (
 	KindLong
 	KindBool
 	KindList
+	KindDouble
 )
 
 func (k Kind) String() string {
-	return [...]string{"STRING", "INT", "LONG", "BOOLEAN", "LIST"}[k]
+	return [...]string{"STRING", "INT", "LONG", "BOOLEAN", "LIST", "DOUBLE"}[k]
 }
 
 // Def describes one setting.
@@ -55,6 +57,20 @@ func oneOf(vals ...string) func(string) error {
 			}
 		}
 		return fmt.Errorf("must be one of %s", strings.Join(vals, ", "))
+	}
+}
+
+// between accepts a number (integer or decimal) in [lo, hi].
+func between(lo, hi float64) func(string) error {
+	return func(s string) error {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return errors.New("is not a number")
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("must be between %v and %v", lo, hi)
+		}
+		return nil
 	}
 }
 
@@ -127,6 +143,9 @@ var brokerDefs = []Def{
 	{Name: "offsets.topic.num.partitions", Kind: KindInt, Default: "50", Doc: "Partitions of __consumer_offsets, where group metadata and committed offsets live. Fixed once the topic exists.", Valid: atLeast(1)},
 	{Name: "offsets.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __consumer_offsets, capped at the number of brokers when the topic is created.", Valid: atLeast(1)},
 	{Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Doc: "Segment size of __consumer_offsets (small, so compaction can clean it).", Valid: atLeast(1024)},
+	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: "50", Doc: "Partitions of __share_group_state, where share-partition state (work-queue deliveries, locks' outcomes, retry times) lives. Fixed once the topic exists.", Valid: atLeast(1)},
+	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __share_group_state, capped at the number of brokers when the topic is created.", Valid: atLeast(1)},
+	{Name: "share.coordinator.state.topic.segment.bytes", Kind: KindInt, Default: "104857600", Doc: "Segment size of __share_group_state (compacted: the latest record of a share-partition is its state).", Valid: atLeast(1024)},
 	{Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Doc: "Committed offsets of a group expire this long after the group became empty.", Valid: atLeast(1)},
 	{Name: "offset.metadata.max.bytes", Kind: KindInt, Default: "4096", Doc: "Largest metadata string of a committed offset (OFFSET_METADATA_TOO_LARGE above).", Valid: atLeast(0)},
 	{Name: "group.min.session.timeout.ms", Kind: KindInt, Default: "6000", Doc: "Smallest session timeout a classic group member may ask for (INVALID_SESSION_TIMEOUT below).", Valid: atLeast(1)},
@@ -148,6 +167,16 @@ var brokerDefs = []Def{
 	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: "2000", Doc: "Most in-flight records of one share-partition: no newer record is acquired while this many offsets are in flight (Kafka's name and default).", Valid: atLeast(1)},
 	{Name: "group.share.retry.backoff.initial.ms", Kind: KindInt, Default: "2000", Doc: "Berth addition (Kafka has none): a released or lock-expired record of a share group is delivered again only after this delay, doubled at each further delivery (±20% jitter) up to group.share.retry.backoff.max.ms; 0 redelivers at once, as Kafka does.", Valid: atLeast(0)},
 	{Name: "group.share.retry.backoff.max.ms", Kind: KindInt, Default: "300000", Doc: "Berth addition: the longest retry backoff of a share group record (see group.share.retry.backoff.initial.ms).", Valid: atLeast(0)},
+	{Name: "group.share.retry.backoff.multiplier", Kind: KindDouble, Default: "2", Doc: "Berth addition: the factor the retry backoff of a share group record grows by at each further delivery (at least 1).", Valid: between(1, 1000)},
+	{Name: "group.share.retry.backoff.jitter", Kind: KindDouble, Default: "0.2", Doc: "Berth addition: the retry backoff of a share group record is scaled by a random factor in [1-jitter, 1+jitter] (0 to 1).", Valid: between(0, 1)},
+	{Name: "group.share.min.record.lock.duration.ms", Kind: KindInt, Default: "15000", Doc: "Smallest share.record.lock.duration.ms a share group config may set (Kafka's name and default; bounds group configs only).", Valid: atLeast(1000)},
+	{Name: "group.share.max.record.lock.duration.ms", Kind: KindInt, Default: "60000", Doc: "Largest share.record.lock.duration.ms a share group config may set (Kafka's name and default; bounds group configs only).", Valid: atLeast(1000)},
+	{Name: "group.share.min.delivery.count.limit", Kind: KindInt, Default: "2", Doc: "Smallest share.delivery.count.limit a share group config may set (Kafka's name and default).", Valid: atLeast(2)},
+	{Name: "group.share.max.delivery.count.limit", Kind: KindInt, Default: "10", Doc: "Largest share.delivery.count.limit a share group config may set (Kafka's name and default).", Valid: atLeast(2)},
+	{Name: "group.share.min.partition.max.record.locks", Kind: KindInt, Default: "100", Doc: "Smallest share.partition.max.record.locks a share group config may set (Kafka's name and default).", Valid: atLeast(1)},
+	{Name: "group.share.max.partition.max.record.locks", Kind: KindInt, Default: "4000", Doc: "Largest share.partition.max.record.locks a share group config may set (Kafka's name and default).", Valid: atLeast(1)},
+	{Name: "errors.deadletterqueue.topic.name.prefix", Kind: KindString, Default: "dlq.", Doc: "Every share group's dead-letter topic (group config errors.deadletterqueue.topic.name) must start with this prefix (KIP-1191's name and default).", Dynamic: true},
+	{Name: "errors.deadletterqueue.auto.create.topics.enable", Kind: KindBool, Default: "false", Doc: "Create a share group's missing dead-letter topic on its first dead-letter write (1 partition, replication factor min(3, brokers), errors.deadletterqueue.group.enable=true); false: the write fails and is retried until the topic is created (KIP-1191's name and default).", Dynamic: true},
 	{Name: "group.share.max.size", Kind: KindInt, Default: "200", Doc: "Most members in one share group (GROUP_MAX_SIZE_REACHED above).", Valid: atLeast(1)},
 	{Name: "log.cleaner.enable", Kind: KindBool, Default: "true", Doc: "Run the log cleaner for topics with cleanup.policy=compact."},
 	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: "15000", Doc: "How often the cleaner looks for partitions to compact.", Valid: atLeast(10)},
@@ -255,6 +284,7 @@ var topicOnlyDefs = []Def{
 	{Name: "segment.index.bytes", Kind: KindInt, Default: "10485760", Doc: "Largest offset index of one segment; a full index rolls the segment.", Valid: atLeast(4096)},
 	{Name: "segment.jitter.ms", Kind: KindLong, Default: "0", Doc: "Accepted for compatibility."},
 	{Name: "message.downconversion.enable", Kind: KindBool, Default: "true", Doc: "Accepted for compatibility; record batches are served as v2 only."},
+	{Name: "errors.deadletterqueue.group.enable", Kind: KindBool, Default: "false", Doc: "A share group may use this topic as its dead-letter topic only when true (KIP-1191); the broker sets it on dead-letter topics it creates."},
 }
 
 // BrokerDefs lists every broker setting, sorted by name.
@@ -281,14 +311,24 @@ func TopicDefs() []Def {
 	return out
 }
 
+var (
+	brokerIndexOnce sync.Once
+	brokerIndex     map[string]int // name -> index in brokerDefs
+)
+
 // LookupBroker finds a broker setting.
 func LookupBroker(name string) (Def, bool) {
-	for _, d := range brokerDefs {
-		if d.Name == name {
-			return d, true
+	brokerIndexOnce.Do(func() {
+		brokerIndex = make(map[string]int, len(brokerDefs))
+		for i, d := range brokerDefs {
+			brokerIndex[d.Name] = i
 		}
+	})
+	i, ok := brokerIndex[name]
+	if !ok {
+		return Def{}, false
 	}
-	return Def{}, false
+	return brokerDefs[i], true
 }
 
 // LookupTopic finds a topic setting; Def.Topic names its broker default.
@@ -315,6 +355,10 @@ func (d Def) CheckValue(v string) error {
 	case KindBool:
 		if _, err := strconv.ParseBool(v); err != nil {
 			return fmt.Errorf("%s: %q is not true or false", d.Name, v)
+		}
+	case KindDouble:
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("%s: %q is not a number", d.Name, v)
 		}
 	}
 	if d.Valid != nil {
@@ -380,6 +424,12 @@ func (c *Config) Int(name string) int64 {
 func (c *Config) Bool(name string) bool {
 	b, _ := strconv.ParseBool(c.vals[name])
 	return b
+}
+
+// Float returns a decimal setting.
+func (c *Config) Float(name string) float64 {
+	f, _ := strconv.ParseFloat(c.vals[name], 64)
+	return f
 }
 
 // Duration returns a millisecond setting as a duration.

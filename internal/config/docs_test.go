@@ -19,6 +19,10 @@ import (
 //	| setting | default | broker setting | description |
 //	| `retention.ms` | `604800000` | `log.retention.ms` | ... |
 //
+//	## Group configs
+//	| setting | default | broker setting | description |
+//	| `share.delivery.count.limit` | `5` | `group.share.delivery.count.limit` | ... |
+//
 // An empty default is written (empty); a missing topic-level or broker name
 // is written —.
 
@@ -40,6 +44,16 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 	for _, d := range TopicDefs() {
 		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
 		checkRow(t, "Topic settings", topic, d, want)
+	}
+	group := docTable(doc, "## Group configs")
+	for _, d := range GroupDefs() {
+		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
+		checkRow(t, "Group configs", group, d, want)
+	}
+	for name := range group {
+		if _, ok := LookupGroup(name); !ok {
+			t.Errorf("%s: section \"Group configs\" documents %q, which is not a group config (config.GroupDefs)", configDoc, name)
+		}
 	}
 	for name := range broker {
 		if _, ok := LookupBroker(name); !ok {

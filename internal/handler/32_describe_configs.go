@@ -1,8 +1,11 @@
 package handler
 
-// DescribeConfigs, versions 0-4, for TOPIC and BROKER resources, with
-// synonyms (v1+) and documentation and types (v3+). BROKER_LOGGER
-// resources get INVALID_REQUEST.
+// DescribeConfigs, versions 0-4, for TOPIC, BROKER and GROUP resources,
+// with synonyms (v1+) and documentation and types (v3+). A GROUP resource
+// lists every group config (docs/configuration.md), unset ones with the
+// broker setting or built-in default they fall back to, for any group id
+// (Kafka's behaviour: configs may be set before the group exists).
+// BROKER_LOGGER and CLIENT_METRICS resources get INVALID_REQUEST.
 
 import (
 	"context"
@@ -36,6 +39,10 @@ func (b *Broker) describeConfigs(_ context.Context, req *server.Request) (server
 		case kmsg.ConfigResourceTypeBroker:
 			if err = b.checkBrokerResource(rr.ResourceName); err == nil {
 				entries = b.brokerConfigEntries(im)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if err = checkGroupResource(rr.ResourceName); err == nil {
+				entries = b.groupConfigEntries(im, im.GroupConfig(rr.ResourceName))
 			}
 		default:
 			err = fmt.Errorf("%w: resource type %v is not served", kerr.InvalidRequest, rr.ResourceType)

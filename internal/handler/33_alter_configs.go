@@ -1,8 +1,8 @@
 package handler
 
-// AlterConfigs, versions 0-2: replaces all dynamic settings of a TOPIC or
-// BROKER resource ("" or this node's id: Berth keeps one cluster-wide set
-// of dynamic broker settings). Validate-only is honoured.
+// AlterConfigs, versions 0-2: replaces all dynamic settings of a TOPIC,
+// BROKER ("" or this node's id: Berth keeps one cluster-wide set of
+// dynamic broker settings) or GROUP resource. Validate-only is honoured.
 
 import (
 	"context"
@@ -42,6 +42,12 @@ func (b *Broker) alterConfigs(ctx context.Context, req *server.Request) (server.
 			if err = b.checkBrokerResource(rr.ResourceName); err == nil {
 				if err = checkBrokerChange(set, nil); err == nil {
 					rec.SetBrokerConfigs = &metadata.SetBrokerConfigs{Set: set, Replace: true}
+				}
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if err = checkGroupResource(rr.ResourceName); err == nil {
+				if err = b.checkGroupConfigs(b.image(), set); err == nil {
+					rec.SetGroupConfigs = &metadata.SetGroupConfigs{Group: rr.ResourceName, Set: set, Replace: true}
 				}
 			}
 		default:

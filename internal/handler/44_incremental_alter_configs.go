@@ -1,7 +1,10 @@
 package handler
 
 // IncrementalAlterConfigs, versions 0-1: SET, DELETE, APPEND and SUBTRACT
-// (list settings) on TOPIC and BROKER resources; validate-only honoured.
+// (list settings) on TOPIC, BROKER and GROUP resources; validate-only
+// honoured. Group configs are checked as a whole after the change (the
+// broker's bounds, the dead-letter topic prefix, the backoff's initial
+// below its max) and apply to share-partitions loaded after it.
 
 import (
 	"context"
@@ -50,6 +53,15 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 		}
 		current = im.BrokerConfigs
 		resolve = func(n string) string { v, _ := b.Broker.ResolveBroker(n, im.BrokerConfigs); return v }
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if err := checkGroupResource(rr.ResourceName); err != nil {
+			return err
+		}
+		current = im.GroupConfig(rr.ResourceName)
+		resolve = func(n string) string {
+			v, _ := b.Broker.ResolveGroup(n, current, im.BrokerConfigs)
+			return v
+		}
 	default:
 		return fmt.Errorf("%w: resource type %v is not served", kerr.InvalidRequest, rr.ResourceType)
 	}
@@ -75,6 +87,9 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 			if rr.ResourceType == kmsg.ConfigResourceTypeTopic {
 				d, _ := config.LookupTopic(c.Name)
 				kind = d.Kind
+			} else if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+				d, _ := config.LookupGroup(c.Name)
+				kind = d.Kind
 			} else {
 				d, _ := config.LookupBroker(c.Name)
 				kind = d.Kind
@@ -92,7 +107,18 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 		}
 	}
 	var rec metadata.Record
-	if rr.ResourceType == kmsg.ConfigResourceTypeTopic {
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeGroupConfig:
+		for _, k := range del {
+			if _, ok := config.LookupGroup(k); !ok {
+				return fmt.Errorf("%w: unknown group config %q", kerr.InvalidConfig, k)
+			}
+		}
+		if err := b.checkGroupConfigs(im, mergedGroupConfigs(current, set, del, false)); err != nil {
+			return err
+		}
+		rec.SetGroupConfigs = &metadata.SetGroupConfigs{Group: rr.ResourceName, Set: set, Delete: del}
+	case kmsg.ConfigResourceTypeTopic:
 		for _, k := range del {
 			if _, ok := config.LookupTopic(k); !ok {
 				return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, k)
@@ -102,7 +128,7 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 			return err
 		}
 		rec.SetTopicConfigs = &metadata.SetTopicConfigs{Name: rr.ResourceName, Set: set, Delete: del}
-	} else {
+	default:
 		if err := checkBrokerChange(set, del); err != nil {
 			return err
 		}

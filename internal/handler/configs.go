@@ -10,6 +10,8 @@ import (
 
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // configEntry is one effective setting for DescribeConfigs.
@@ -79,6 +81,8 @@ func kafkaConfigType(k config.Kind) kmsg.ConfigType {
 		return kmsg.ConfigTypeLong
 	case config.KindList:
 		return kmsg.ConfigTypeList
+	case config.KindDouble:
+		return kmsg.ConfigTypeDouble
 	}
 	return kmsg.ConfigTypeString
 }
@@ -137,4 +141,78 @@ func listOp(cur, arg string, add bool) string {
 		}
 	}
 	return strings.Join(items, ",")
+}
+
+// groupConfigEntries returns every group config's effective value for
+// group's overrides (nil: none), with the broker setting each falls back
+// to as a synonym, as Kafka describes the GROUP resource.
+func (b *Broker) groupConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
+	var out []configEntry
+	for _, d := range config.GroupDefs() {
+		v, src := b.Broker.ResolveGroup(d.Name, overrides, im.BrokerConfigs)
+		e := configEntry{name: d.Name, value: v, source: src, kind: d.Kind, doc: d.Doc}
+		if o, ok := overrides[d.Name]; ok {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, o, config.FromGroup})
+		}
+		if d.Topic != "" {
+			if dv, ok := im.BrokerConfigs[d.Topic]; ok {
+				e.synonyms = append(e.synonyms, configSynonym{d.Topic, dv, config.FromDynamicBroker})
+			}
+			if b.Broker.SourceOf(d.Topic) != config.SourceDefault {
+				e.synonyms = append(e.synonyms, configSynonym{d.Topic, b.Broker.Get(d.Topic), config.FromStaticBroker})
+			}
+			bd, _ := config.LookupBroker(d.Topic)
+			e.synonyms = append(e.synonyms, configSynonym{d.Topic, bd.Default, config.FromDefault})
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkGroupResource checks the name of a GROUP config resource.
+func checkGroupResource(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: a GROUP config resource needs the group id as its name", kerr.InvalidRequest)
+	}
+	return nil
+}
+
+// checkGroupConfigs validates a group's configs as they would be after a
+// change (INVALID_CONFIG with what to do otherwise).
+func (b *Broker) checkGroupConfigs(im *metadata.Image, merged map[string]string) error {
+	if err := b.Broker.CheckGroupConfigs(merged, im.BrokerConfigs); err != nil {
+		return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+	}
+	if v := merged[share.ConfigAutoOffsetReset]; strings.HasPrefix(v, "by_duration:") {
+		if _, err := sharepart.ParseISODuration(strings.TrimPrefix(v, "by_duration:")); err != nil {
+			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, share.ConfigAutoOffsetReset, err)
+		}
+	}
+	if t := merged[share.ConfigDLQTopicName]; t != "" {
+		if err := validTopicName(t); err != nil {
+			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, share.ConfigDLQTopicName, err)
+		}
+		if isInternalTopic(t) || strings.HasPrefix(t, "__") {
+			return fmt.Errorf("%w: %s %q is an internal topic; name a topic of your own", kerr.InvalidConfig, share.ConfigDLQTopicName, t)
+		}
+	}
+	return nil
+}
+
+// mergedGroupConfigs returns cur with set applied and del removed (a new
+// map), or exactly set when replace.
+func mergedGroupConfigs(cur, set map[string]string, del []string, replace bool) map[string]string {
+	out := map[string]string{}
+	if !replace {
+		for k, v := range cur {
+			out[k] = v
+		}
+	}
+	for k, v := range set {
+		out[k] = v
+	}
+	for _, k := range del {
+		delete(out, k)
+	}
+	return out
 }

@@ -44,6 +44,7 @@ func Apply(im *Image, index uint64, recs []Record) (*Image, Result, error) {
 type builder struct {
 	im                            *Image
 	ownBrokers, ownTopics, ownIDs bool
+	ownGroups                     bool
 	ownTopic                      map[string]bool // topics cloned by this batch
 }
 
@@ -124,6 +125,8 @@ func (b *builder) apply(r *Record, res *Result) error {
 		}
 		b.im.BrokerConfigs = cfg
 		return nil
+	case r.SetGroupConfigs != nil:
+		return b.setGroupConfigs(r.SetGroupConfigs)
 	case r.ProducerIDBlock != nil:
 		n := r.ProducerIDBlock.Count
 		if n < 1 || n > MaxProducerIDBlock {
@@ -149,6 +152,28 @@ func (b *builder) apply(r *Record, res *Result) error {
 	default:
 		return b.partitionChange(r.PartitionChange)
 	}
+}
+
+func (b *builder) setGroupConfigs(c *SetGroupConfigs) error {
+	if c.Group == "" {
+		return fmt.Errorf("%w: group configs need a group id", ErrInvalidConfig)
+	}
+	cfg, err := changeConfigs(b.im.GroupConfigs[c.Group], c.Set, c.Delete, c.Replace)
+	if err != nil {
+		return err
+	}
+	if !b.ownGroups {
+		b.im.GroupConfigs, b.ownGroups = maps.Clone(b.im.GroupConfigs), true
+		if b.im.GroupConfigs == nil {
+			b.im.GroupConfigs = map[string]map[string]string{}
+		}
+	}
+	if len(cfg) == 0 {
+		delete(b.im.GroupConfigs, c.Group)
+	} else {
+		b.im.GroupConfigs[c.Group] = cfg
+	}
+	return nil
 }
 
 func (b *builder) registerBroker(r *RegisterBroker) error {

@@ -101,6 +101,9 @@ func dumpImage(im *Image) string {
 	if len(im.BrokerConfigs) > 0 {
 		fmt.Fprintf(&b, "broker-configs %s\n", dumpConfigs(im.BrokerConfigs))
 	}
+	for _, g := range slices.Sorted(maps.Keys(im.GroupConfigs)) {
+		fmt.Fprintf(&b, "group-configs %s %s\n", g, dumpConfigs(im.GroupConfigs[g]))
+	}
 	for _, name := range im.TopicNames() {
 		tp := im.Topics[name]
 		if im.TopicIDs[tp.ID] != name {

@@ -15,6 +15,10 @@ type Image struct {
 	// BrokerConfigs are the dynamic cluster-wide broker config overrides
 	// (AlterConfigs / IncrementalAlterConfigs on the broker resource).
 	BrokerConfigs map[string]string
+	// GroupConfigs are the group config overrides (the GROUP resource) by
+	// group id; groups with none are absent. The inner maps are never
+	// empty.
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a
 	// ProducerIDBlock.
 	NextProducerID int64
@@ -90,9 +94,14 @@ func emptyImage() *Image {
 		Topics:        map[string]*Topic{},
 		TopicIDs:      map[[16]byte]string{},
 		BrokerConfigs: map[string]string{},
+		GroupConfigs:  map[string]map[string]string{},
 		Controllers:   map[int32]string{},
 	}
 }
+
+// GroupConfig returns a group's config overrides (nil when it has none;
+// the map must not be modified).
+func (im *Image) GroupConfig(group string) map[string]string { return im.GroupConfigs[group] }
 
 // Topic returns the topic named name, or nil.
 func (im *Image) Topic(name string) *Topic { return im.Topics[name] }

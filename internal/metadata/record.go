@@ -16,6 +16,7 @@ type Record struct {
 	CreatePartitions *CreatePartitions `json:"createPartitions,omitempty"`
 	SetTopicConfigs  *SetTopicConfigs  `json:"setTopicConfigs,omitempty"`
 	SetBrokerConfigs *SetBrokerConfigs `json:"setBrokerConfigs,omitempty"`
+	SetGroupConfigs  *SetGroupConfigs  `json:"setGroupConfigs,omitempty"`
 	ProducerIDBlock  *ProducerIDBlock  `json:"producerIdBlock,omitempty"`
 	SetClusterID     *SetClusterID     `json:"setClusterId,omitempty"`
 	PartitionChange  *PartitionChange  `json:"partitionChange,omitempty"`
@@ -82,6 +83,19 @@ type SetBrokerConfigs struct {
 	Replace bool              `json:"replace,omitempty"`
 }
 
+// SetGroupConfigs changes one group's configs (the GROUP config resource
+// of DescribeConfigs and IncrementalAlterConfigs), with the same semantics
+// as SetTopicConfigs. The group need not exist: Kafka lets configs be set
+// before a group's first member joins. A group left with no configs is
+// dropped from the image (Replace with an empty Set deletes them all, as
+// DeleteGroups does).
+type SetGroupConfigs struct {
+	Group   string            `json:"group"`
+	Set     map[string]string `json:"set,omitempty"`
+	Delete  []string          `json:"delete,omitempty"`
+	Replace bool              `json:"replace,omitempty"`
+}
+
 // MaxProducerIDBlock bounds ProducerIDBlock.Count.
 const MaxProducerIDBlock = 1 << 20
 
@@ -134,6 +148,7 @@ func (r *Record) kind() (string, error) {
 	set(r.CreatePartitions != nil, "createPartitions")
 	set(r.SetTopicConfigs != nil, "setTopicConfigs")
 	set(r.SetBrokerConfigs != nil, "setBrokerConfigs")
+	set(r.SetGroupConfigs != nil, "setGroupConfigs")
 	set(r.ProducerIDBlock != nil, "producerIdBlock")
 	set(r.SetClusterID != nil, "setClusterId")
 	set(r.PartitionChange != nil, "partitionChange")

@@ -74,8 +74,14 @@ type imageJSON struct {
 	NextProducerID int64             `json:"nextProducerId"`
 	Brokers        []brokerJSON      `json:"brokers"`
 	BrokerConfigs  map[string]string `json:"brokerConfigs"`
+	GroupConfigs   []groupConfigJSON `json:"groupConfigs,omitempty"`
 	Topics         []topicJSON       `json:"topics"`
 	Controllers    []controllerJSON  `json:"controllers,omitempty"`
+}
+
+type groupConfigJSON struct {
+	Group   string            `json:"group"`
+	Configs map[string]string `json:"configs"`
 }
 
 type controllerJSON struct {
@@ -132,6 +138,9 @@ func EncodeImage(im *Image) []byte {
 		}
 		j.Topics = append(j.Topics, tj)
 	}
+	for _, g := range slices.Sorted(maps.Keys(im.GroupConfigs)) {
+		j.GroupConfigs = append(j.GroupConfigs, groupConfigJSON{g, im.GroupConfigs[g]})
+	}
 	for _, id := range slices.Sorted(maps.Keys(im.Controllers)) {
 		j.Controllers = append(j.Controllers, controllerJSON{id, im.Controllers[id]})
 	}
@@ -155,6 +164,12 @@ func DecodeImage(b []byte) (*Image, error) {
 	}
 	bad := func(format string, args ...any) (*Image, error) {
 		return nil, fmt.Errorf("%w: image: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	for _, g := range j.GroupConfigs {
+		if _, dup := im.GroupConfigs[g.Group]; dup || g.Group == "" || len(g.Configs) == 0 {
+			return bad("group configs of %q twice, unnamed or empty", g.Group)
+		}
+		im.GroupConfigs[g.Group] = maps.Clone(g.Configs)
 	}
 	for _, b := range j.Brokers {
 		if _, dup := im.Brokers[b.ID]; dup {

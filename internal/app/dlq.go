@@ -1,0 +1,292 @@
+package app
+
+// The dead-letter writer (sharepart.DLQWriter): it copies records that a
+// share group rejected, or that reached the delivery limit, from their
+// source partition (which this broker leads) to the group's dead-letter
+// topic (KIP-1191), and returns once they are durable there (acks=all).
+// sharepart archives the records only after that, so a crash in between
+// parks them again: at least once, never lost.
+//
+// The dead-letter topic's partitions may be led by other brokers, so the
+// writer produces through an ordinary Kafka client (kgo) bootstrapped at
+// this node's own listener, made on first use and closed when the node
+// stops. Each source record becomes one dead-letter record:
+//
+//   - with errors.deadletterqueue.copy.record.enable (Berth's default:
+//     true) its key, value and headers, minus any __dlq.errors.* headers
+//     it carries from an earlier parking (except
+//     __dlq.errors.berth.redrive.count, the redrive loop guard), then the
+//     context headers (share.DLQHeaders);
+//   - otherwise only the context headers, with no key and no value.
+//
+// The record keeps the source record's timestamp. Its partition is chosen
+// by kgo's default partitioner: the murmur2 hash of the key, as Kafka's
+// producers do, so a keyed job lands in the same dead-letter partition
+// every time; records without a key (and all of them when the record is
+// not copied) are spread.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/sharepart"
+)
+
+// ErrDLQTopic: the dead-letter topic is missing or may not be used as one;
+// the write is retried (the records stay Archiving) until an operator
+// fixes it.
+var ErrDLQTopic = errors.New("dead-letter topic unusable")
+
+// dlqReadBytes is how much of the source log one read takes.
+const dlqReadBytes = 1 << 20
+
+// dlqWriter writes to dead-letter topics; mu guards cl and closed.
+type dlqWriter struct {
+	n   *Node
+	cfg *config.Config
+
+	mu     sync.Mutex
+	cl     *kgo.Client // nil until first use
+	closed bool
+}
+
+// dlqWriter is the writer of dead-letter topics.
+func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return &dlqWriter{n: n, cfg: cfg} }
+
+// Park implements sharepart.DLQWriter.
+func (w *dlqWriter) Park(ctx context.Context, k sharepart.Key, topic, dlqTopic string, a share.DLQAction) error {
+	im := w.n.ctrl.Image()
+	g, _ := w.cfg.ShareGroup(im.GroupConfig(k.Group), im.BrokerConfigs)
+	if err := w.checkTopic(ctx, im, k.Group, dlqTopic); err != nil {
+		return err
+	}
+	if t := im.Topic(topic); t == nil || t.ID != k.TopicID {
+		w.n.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
+			"group", k.Group, "topic", topic, "partition", k.Partition, "first", a.First, "last", a.Last)
+		return nil
+	}
+	recs, err := w.sourceRecords(k, topic, dlqTopic, a, g.DLQCopyRecord)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil // deleted by retention or DeleteRecords, or only control records: nothing to park
+	}
+	cl, err := w.client()
+	if err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("writing %d records of %s/%d to dead-letter topic %s: %w", len(recs), topic, k.Partition, dlqTopic, err)
+	}
+	return nil
+}
+
+// checkTopic checks that dlqTopic may be written as group's dead-letter
+// topic, creating it when errors.deadletterqueue.auto.create.topics.enable
+// allows.
+func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, dlqTopic string) error {
+	prefix, _ := w.cfg.ResolveBroker(share.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
+	if !strings.HasPrefix(dlqTopic, prefix) {
+		return fmt.Errorf("%w: %q of share group %q does not start with %q (%s); change the group config %s",
+			ErrDLQTopic, dlqTopic, group, prefix, share.BrokerDLQTopicNamePrefix, share.ConfigDLQTopicName)
+	}
+	t := im.Topic(dlqTopic)
+	if t == nil {
+		auto, _ := w.cfg.ResolveBroker(share.BrokerDLQAutoCreateTopicsEnable, im.BrokerConfigs)
+		if auto != "true" {
+			return fmt.Errorf("%w: %q (of share group %q) does not exist; create it with %s=true "+
+				"(berth topic create %s --config %s=true), or set the broker setting %s=true",
+				ErrDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable,
+				share.BrokerDLQAutoCreateTopicsEnable)
+		}
+		return w.create(ctx, im, dlqTopic)
+	}
+	if v, _ := w.cfg.ResolveTopic(share.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs); v != "true" {
+		return fmt.Errorf("%w: %q (of share group %q) does not have %s=true, so it may not take dead-letter records (KIP-1191); "+
+			"set it (berth topic alter %s --config %s=true) or name another topic",
+			ErrDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable)
+	}
+	return nil
+}
+
+// create makes a missing dead-letter topic: one partition, replication
+// factor min(3, live brokers), errors.deadletterqueue.group.enable=true.
+func (w *dlqWriter) create(ctx context.Context, im *metadata.Image, dlqTopic string) error {
+	live := 0
+	for _, b := range im.Brokers {
+		if !b.Fenced {
+			live++
+		}
+	}
+	rf := int16(min(3, max(live, 1)))
+	cl, err := w.client()
+	if err != nil {
+		return err
+	}
+	enable := "true"
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, map[string]*string{share.TopicConfigDLQGroupEnable: &enable}, dlqTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating dead-letter topic %s: %w", dlqTopic, err)
+	}
+	w.n.log.Info("share: created dead-letter topic", "topic", dlqTopic, "replication_factor", rf)
+	return nil
+}
+
+// sourceRecords reads the records [a.First, a.Last] of the source
+// partition and makes their dead-letter records; offsets with no record
+// (compacted, deleted, control batches) are skipped.
+func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool) ([]*kgo.Record, error) {
+	part := w.n.replicas.Get(topic, k.Partition)
+	if part == nil {
+		return nil, fmt.Errorf("reading records to dead-letter: %s/%d is not on this broker", topic, k.Partition)
+	}
+	scratch := batch.GetScratch()
+	defer batch.PutScratch(scratch)
+	var out []*kgo.Record
+	off := a.First
+	for off <= a.Last {
+		off = max(off, part.LogStartOffset())
+		if off > a.Last {
+			break
+		}
+		res, err := part.Read(off, dlqReadBytes, true, nil)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s/%d at %d to dead-letter: %w", topic, k.Partition, off, err)
+		}
+		if len(res.Records) == 0 {
+			break // nothing readable past here (the high watermark)
+		}
+		next := off
+		for b := res.Records; len(b) >= batch.HeaderSize; {
+			h := batch.DecodeHeader(b)
+			size := h.Size()
+			if size < batch.HeaderSize || size > len(b) {
+				break
+			}
+			one := b[:size]
+			b = b[size:]
+			last := h.BaseOffset + int64(h.LastOffsetDelta)
+			next = max(next, last+1)
+			if h.Control() || last < off || h.BaseOffset > a.Last {
+				continue
+			}
+			recs, _, err := batch.Records(one, scratch)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s/%d at %d to dead-letter: %w", topic, k.Partition, h.BaseOffset, err)
+			}
+			for _, r := range recs {
+				o := h.BaseOffset + r.OffsetDelta
+				if o < off || o > a.Last {
+					continue
+				}
+				ts := h.BaseTimestamp + r.TimestampDelta
+				if h.Attributes&batch.AttrLogAppendTime != 0 {
+					ts = h.MaxTimestamp
+				}
+				out = append(out, dlqRecord(k, topic, dlqTopic, o, ts, r, a, copyRecord))
+			}
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return out, nil
+}
+
+// dlqRecord is the dead-letter record of source record r at offset o.
+// Its slices are copies: r aliases the read buffer or the scratch.
+func dlqRecord(k sharepart.Key, topic, dlqTopic string, o, ts int64, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
+	rec := &kgo.Record{Topic: dlqTopic, Timestamp: time.UnixMilli(ts)}
+	if copyRecord {
+		rec.Key = cloneBytes(r.Key)
+		rec.Value = cloneBytes(r.Value)
+		for _, h := range r.Headers {
+			if strings.HasPrefix(h.Key, "__dlq.errors.") && h.Key != share.HeaderDLQRedriveCount {
+				continue
+			}
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: cloneBytes(h.Value)})
+		}
+	}
+	for _, h := range share.DLQHeaders(k.Group, topic, k.Partition, o, ts, a) {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return rec
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// client returns the writer's Kafka client, made on first use and closed
+// when the node stops (n.stop).
+func (w *dlqWriter) client() (*kgo.Client, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errors.New("dead-letter writer: the node is shutting down")
+	}
+	if w.cl != nil {
+		return w.cl, nil
+	}
+	if w.n.kafka == nil {
+		return nil, errors.New("dead-letter writer: the Kafka listener is not serving yet")
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(loopback(w.n.kafka.Addr())),
+		kgo.ClientID("berth-dlq-"+strconv.Itoa(int(w.n.nodeID))),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordRetries(10),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter writer: %w", err)
+	}
+	w.cl = cl
+	go func() {
+		<-w.n.stop
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		cl.Close()
+	}()
+	return cl, nil
+}
+
+// loopback is the address to reach this node's own listener: its bound
+// address, with a wildcard host replaced by the loopback address.
+func loopback(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := ta.IP
+	switch {
+	case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.IsUnspecified():
+		ip = net.IPv6loopback
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
+}
