@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,6 +24,17 @@ func Main(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// Run runs the berth command line in this process with the given input
+// and outputs until ctx is done, for tests that drive the CLI.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
 }
 
 func newRoot() *cobra.Command {
