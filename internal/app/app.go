@@ -46,7 +46,9 @@ type Node struct {
 	httpLn   net.Listener
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
-	loader   *offsetsLoader
+	loader   *partitionLoader // __consumer_offsets into groups
+	states   *shareStates
+	kh       *handler.Broker
 	nodeID   int32
 	unsub    func()
 	stop     chan struct{} // closed to end follow
@@ -205,8 +207,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
-	n.loader = &offsetsLoader{n: n, loaded: map[int32]bool{}}
-	n.loader.reconcile(n.ctrl.Image())
+	n.loader = newOffsetsLoader(n)
+	n.reconcileLoaders(n.ctrl.Image())
 
 	n.unsub = unsub
 	go n.follow(ch)
@@ -214,8 +216,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.loader.reconcile, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
+	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
 		QueuedMaxBytes:     cfg.Int("queued.max.request.bytes"),
@@ -271,7 +274,7 @@ func (n *Node) follow(ch <-chan struct{}) {
 		if err := n.replicas.Apply(im); err != nil {
 			n.log.Error("applying metadata to partitions", "err", err)
 		}
-		n.loader.reconcile(im)
+		n.reconcileLoaders(im)
 	}
 }
 
@@ -336,6 +339,9 @@ func (n *Node) Close() error {
 	}
 	if n.loader != nil {
 		n.loader.wg.Wait()
+	}
+	if n.states != nil {
+		n.states.close()
 	}
 	n.stopSupervisor()
 	if n.replicas != nil {

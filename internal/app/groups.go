@@ -78,22 +78,36 @@ func (r topicResolver) Topics() []group.TopicInfo {
 	return out
 }
 
-// offsetsLoader keeps the coordinator's loaded partitions in line with the
-// __consumer_offsets partitions this node leads: it replays a partition's
-// records when the node becomes its leader and unloads it when it stops.
-type offsetsLoader struct {
+// partitionLoader keeps a coordinator's loaded partitions in line with the
+// partitions of an internal topic this node leads: it replays a
+// partition's records when the node becomes its leader and unloads it
+// when it stops. The group coordinator (__consumer_offsets) and the share
+// coordinator (__share_group_state) each have one.
+type partitionLoader struct {
 	n      *Node
+	topic  string
+	what   string // for logs
+	begin  func(p int32)
+	record func(p int32, key, value []byte)
+	finish func(p int32)
+	unload func(p int32)
+	// partitions, if set, learns the topic's partition count.
+	partitions func(n int32)
+
 	mu     sync.Mutex // guards loaded
 	loaded map[int32]bool
 	wg     sync.WaitGroup
 }
 
-func (l *offsetsLoader) reconcile(im *metadata.Image) {
-	t := im.Topic(OffsetsTopic)
+func (l *partitionLoader) reconcile(im *metadata.Image) {
+	t := im.Topic(l.topic)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lead := map[int32]bool{}
 	if t != nil {
+		if l.partitions != nil {
+			l.partitions(int32(len(t.Partitions)))
+		}
 		for _, p := range t.Partitions {
 			if p.Leader == l.n.nodeID {
 				lead[p.Index] = true
@@ -102,7 +116,7 @@ func (l *offsetsLoader) reconcile(im *metadata.Image) {
 	}
 	for p := range l.loaded {
 		if !lead[p] {
-			l.n.groups.Unload(p)
+			l.unload(p)
 			delete(l.loaded, p)
 		}
 	}
@@ -110,28 +124,28 @@ func (l *offsetsLoader) reconcile(im *metadata.Image) {
 		if l.loaded[p] {
 			continue
 		}
-		part := l.n.replicas.Get(OffsetsTopic, p)
+		part := l.n.replicas.Get(l.topic, p)
 		if part == nil {
 			continue // not open yet; the next image applies it
 		}
 		l.loaded[p] = true
-		l.n.groups.BeginLoad(p)
+		l.begin(p)
 		l.wg.Add(1)
 		go func(p int32, part *replica.Partition) {
 			defer l.wg.Done()
 			start := time.Now()
 			n, err := l.replay(p, part)
 			if err != nil {
-				l.n.log.Error("loading group metadata", "partition", p, "err", err)
+				l.n.log.Error("loading "+l.what, "topic", l.topic, "partition", p, "err", err)
 			}
-			l.n.groups.FinishLoad(p)
-			l.n.log.Debug("group metadata loaded", "partition", p, "records", n, "took", time.Since(start))
+			l.finish(p)
+			l.n.log.Debug(l.what+" loaded", "topic", l.topic, "partition", p, "records", n, "took", time.Since(start))
 		}(p, part)
 	}
 }
 
 // replay feeds every record of a partition, in order, to the coordinator.
-func (l *offsetsLoader) replay(p int32, part *replica.Partition) (int, error) {
+func (l *partitionLoader) replay(p int32, part *replica.Partition) (int, error) {
 	scratch := batch.GetScratch()
 	defer batch.PutScratch(scratch)
 	n := 0
@@ -163,7 +177,7 @@ func (l *offsetsLoader) replay(p int32, part *replica.Partition) (int, error) {
 						continue
 					}
 					// Copy: the record may alias a decompression buffer.
-					l.n.groups.LoadRecord(p, group.Record{Key: clone(r.Key), Value: clone(r.Value)})
+					l.record(p, clone(r.Key), clone(r.Value))
 					n++
 				}
 			}
@@ -172,6 +186,13 @@ func (l *offsetsLoader) replay(p int32, part *replica.Partition) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// newOffsetsLoader loads __consumer_offsets into the group coordinator.
+func newOffsetsLoader(n *Node) *partitionLoader {
+	return &partitionLoader{n: n, topic: OffsetsTopic, what: "group metadata", loaded: map[int32]bool{},
+		begin: n.groups.BeginLoad, finish: n.groups.FinishLoad, unload: n.groups.Unload,
+		record: func(p int32, key, value []byte) { n.groups.LoadRecord(p, group.Record{Key: key, Value: value}) }}
 }
 
 func clone(b []byte) []byte {

@@ -1,15 +1,18 @@
 package handler
 
-// FindCoordinator, versions 0-6, with batched keys (v4+). Group keys map
-// to the leader of partition abs(hash(group)) % offsets.topic.num.partitions
-// of __consumer_offsets, which is created on first use as Kafka does.
-// Transaction (1) and share (2) coordinators are not served yet:
+// FindCoordinator, versions 0-6, with batched keys (v4+). Group keys (0)
+// map to the leader of partition abs(hash(group)) % offsets.topic.num.partitions
+// of __consumer_offsets, share keys (2, "group:topicId:partition") to the
+// leader of partition abs(hash(key)) % share.coordinator.state.topic.num.partitions
+// of __share_group_state; both topics are created on first use as Kafka
+// does. Transaction coordinators (1) are not served yet:
 // COORDINATOR_NOT_AVAILABLE.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,6 +20,7 @@ import (
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/sharestate"
 )
 
 func init() { register(10, 0, 6, (*Broker).findCoordinator) }
@@ -51,13 +55,22 @@ func (b *Broker) findCoordinator(ctx context.Context, req *server.Request) (serv
 }
 
 func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (metadata.Broker, error) {
-	if typ != 0 {
-		return metadata.Broker{}, fmt.Errorf("%w: only group coordinators are served yet (transactions and share groups are planned)", kerr.CoordinatorNotAvailable)
+	var spec internalTopic
+	switch typ {
+	case 0:
+		if key == "" {
+			return metadata.Broker{}, fmt.Errorf("%w: empty group id", kerr.InvalidGroupID)
+		}
+		spec = offsetsTopicSpec
+	case 2:
+		if strings.Count(key, ":") < 2 {
+			return metadata.Broker{}, fmt.Errorf("%w: share coordinator key %q is not group:topicId:partition", kerr.InvalidRequest, key)
+		}
+		spec = shareStateTopicSpec
+	default:
+		return metadata.Broker{}, fmt.Errorf("%w: transaction coordinators are not served yet", kerr.CoordinatorNotAvailable)
 	}
-	if key == "" {
-		return metadata.Broker{}, fmt.Errorf("%w: empty group id", kerr.InvalidGroupID)
-	}
-	t, err := b.offsetsTopic(ctx)
+	t, err := b.ensureInternalTopic(ctx, spec)
 	if err != nil {
 		return metadata.Broker{}, err
 	}
@@ -72,34 +85,55 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 	return node, nil
 }
 
-// offsetsTopic returns __consumer_offsets, creating it on first use.
-func (b *Broker) offsetsTopic(ctx context.Context) (*metadata.Topic, error) {
+// internalTopic describes an internal topic the broker creates on first
+// use: its name and the broker settings of its partition count,
+// replication factor and segment size.
+type internalTopic struct {
+	name, partitions, replicationFactor, segmentBytes string
+}
+
+var (
+	offsetsTopicSpec = internalTopic{offsetsTopic, "offsets.topic.num.partitions",
+		"offsets.topic.replication.factor", "offsets.topic.segment.bytes"}
+	shareStateTopicSpec = internalTopic{sharestate.Topic, "share.coordinator.state.topic.num.partitions",
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes"}
+)
+
+// ShareStateTopic returns __share_group_state, creating it on first use.
+func (b *Broker) ShareStateTopic(ctx context.Context) (*metadata.Topic, error) {
+	return b.ensureInternalTopic(ctx, shareStateTopicSpec)
+}
+
+// ensureInternalTopic returns the internal topic of spec, creating it
+// (compacted, replication factor capped at the live brokers) on first
+// use.
+func (b *Broker) ensureInternalTopic(ctx context.Context, spec internalTopic) (*metadata.Topic, error) {
 	im := b.image()
-	if t := im.Topic(offsetsTopic); t != nil {
+	if t := im.Topic(spec.name); t != nil {
 		return t, nil
 	}
-	rf := int32(atoi(b.Broker.Get("offsets.topic.replication.factor")))
+	rf := int32(atoi(b.Broker.Get(spec.replicationFactor)))
 	if n := int32(liveBrokers(im)); rf > n {
 		rf = max(n, 1)
 	}
-	n := int32(atoi(b.Broker.Get("offsets.topic.num.partitions")))
-	replicas, err := assignReplicas(im, offsetsTopic, n, rf)
+	n := int32(atoi(b.Broker.Get(spec.partitions)))
+	replicas, err := assignReplicas(im, spec.name, n, rf)
 	if err != nil {
 		return nil, err
 	}
 	rec := metadata.Record{CreateTopic: &metadata.CreateTopic{
-		Name: offsetsTopic, ID: metadata.NewTopicID(), Partitions: n, Replicas: replicas, Internal: true,
+		Name: spec.name, ID: metadata.NewTopicID(), Partitions: n, Replicas: replicas, Internal: true,
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
-			"segment.bytes":    b.Broker.Get("offsets.topic.segment.bytes"),
+			"segment.bytes":    b.Broker.Get(spec.segmentBytes),
 			"compression.type": "producer",
 		},
 	}}
 	if err := b.propose(ctx, rec); err != nil && !errors.Is(err, metadata.ErrTopicExists) {
-		return nil, fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, offsetsTopic, err)
+		return nil, fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, spec.name, err)
 	}
-	b.log.Info("created internal topic", "topic", offsetsTopic, "partitions", n, "replication_factor", rf)
-	t := b.image().Topic(offsetsTopic)
+	b.log.Info("created internal topic", "topic", spec.name, "partitions", n, "replication_factor", rf)
+	t := b.image().Topic(spec.name)
 	if t == nil {
 		return nil, kerr.CoordinatorNotAvailable
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/sharestate"
 )
 
 // handlerFunc serves one API.
@@ -76,6 +77,10 @@ type Config struct {
 	// Shares holds the share-partitions this node leads and the share
 	// sessions (ShareFetch, ShareAcknowledge).
 	Shares *sharepart.Registry
+	// ShareStates is the share coordinator of the __share_group_state
+	// partitions this node leads (ReadShareGroupState,
+	// WriteShareGroupState); nil answers COORDINATOR_NOT_AVAILABLE.
+	ShareStates *sharestate.Coordinator
 	// Elector runs ElectLeaders on the active controller (the node's
 	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
 	Elector Elector

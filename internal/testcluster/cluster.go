@@ -55,6 +55,7 @@ var ClusterArgs = []string{
 	"--group.initial.rebalance.delay.ms", "0",
 	"--log.dir.min.free.bytes", "0",
 	"--offsets.topic.num.partitions", "4",
+	"--share.coordinator.state.topic.num.partitions", "4",
 }
 
 // StartCluster starts n nodes with ClusterArgs plus args, concurrently,

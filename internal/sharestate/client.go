@@ -1,0 +1,260 @@
+package sharestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/peer"
+	"github.com/berthmq/berth/internal/share"
+)
+
+// Route is where a share-partition's coordinator is: a node id and its
+// Kafka address. It creates __share_group_state on first use.
+type Route func(ctx context.Context, k Key) (node int32, addr string, err error)
+
+// Client is a partition leader's way to its share-partitions' state: the
+// local coordinator when this node is the coordinator, else
+// ReadShareGroupState and WriteShareGroupState to the node that is. It
+// retries (with backoff, until ctx ends) while the coordinator moves or
+// loads. It implements sharepart.Store.
+type Client struct {
+	Self     int32
+	Local    *Coordinator
+	Route    Route
+	ClientID string
+
+	mu   sync.Mutex
+	idle map[string][]*peer.Conn // by address
+}
+
+// maxIdle bounds the idle connections kept per coordinator.
+const maxIdle = 4
+
+// Read implements sharepart.Store.
+func (c *Client) Read(ctx context.Context, k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
+	var (
+		snap share.Snapshot
+		ok   bool
+	)
+	err := c.retry(ctx, k, func() error {
+		var err error
+		snap, ok, err = c.Local.Read(k, leaderEpoch)
+		return err
+	}, func(conn *peer.Conn) error {
+		var err error
+		snap, ok, err = remoteRead(ctx, conn, k, leaderEpoch)
+		return err
+	})
+	return snap, ok, err
+}
+
+// Write implements sharepart.Store.
+func (c *Client) Write(ctx context.Context, k Key, u share.Update) error {
+	return c.retry(ctx, k, func() error { return c.Local.Write(k, u) },
+		func(conn *peer.Conn) error { return remoteWrite(ctx, conn, k, u) })
+}
+
+// retry runs local or remote at k's coordinator until it succeeds, fails
+// for good or ctx ends.
+func (c *Client) retry(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {
+	backoff := 20 * time.Millisecond
+	for {
+		err := c.once(ctx, k, local, remote)
+		if err == nil || !IsRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (c *Client) once(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {
+	node, addr, err := c.Route(ctx, k)
+	if err != nil {
+		return err
+	}
+	if node == c.Self {
+		return local()
+	}
+	conn, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	err = remote(conn)
+	var ke *kerr.Error
+	if err == nil || errors.As(err, &ke) {
+		c.put(conn) // a Kafka error leaves the connection usable
+	} else {
+		conn.Close()
+	}
+	return err
+}
+
+func (c *Client) conn(ctx context.Context, addr string) (*peer.Conn, error) {
+	c.mu.Lock()
+	if cs := c.idle[addr]; len(cs) > 0 {
+		conn := cs[len(cs)-1]
+		c.idle[addr] = cs[:len(cs)-1]
+		c.mu.Unlock()
+		return conn, nil
+	}
+	c.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return peer.Dial(dctx, addr, c.ClientID)
+}
+
+func (c *Client) put(conn *peer.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle == nil {
+		c.idle = map[string][]*peer.Conn{}
+	}
+	if len(c.idle[conn.Addr]) >= maxIdle {
+		conn.Close()
+		return
+	}
+	c.idle[conn.Addr] = append(c.idle[conn.Addr], conn)
+}
+
+// Close closes the idle connections.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cs := range c.idle {
+		for _, conn := range cs {
+			conn.Close()
+		}
+	}
+	c.idle = nil
+}
+
+// rpcTimeout bounds one request to another coordinator.
+const rpcTimeout = 10 * time.Second
+
+func remoteRead(ctx context.Context, conn *peer.Conn, k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = k.Group
+	t := kmsg.NewReadShareGroupStateRequestTopic()
+	t.TopicID = k.TopicID
+	p := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	p.Partition, p.LeaderEpoch = k.Partition, leaderEpoch
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return share.Snapshot{}, false, err
+	}
+	resp := raw.(*kmsg.ReadShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return share.Snapshot{}, false, fmt.Errorf("%w: ReadShareGroupState response without the partition", kerr.UnknownServerError)
+	}
+	rp := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return share.Snapshot{}, false, err
+	}
+	if rp.StartOffset < 0 {
+		return share.Snapshot{}, false, nil
+	}
+	return ReadResponseSnapshot(rp), true, nil
+}
+
+func remoteWrite(ctx context.Context, conn *peer.Conn, k Key, u share.Update) error {
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = k.Group
+	t := kmsg.NewWriteShareGroupStateRequestTopic()
+	t.TopicID = k.TopicID
+	t.Partitions = append(t.Partitions, WriteRequestPartition(k.Partition, u))
+	req.Topics = append(req.Topics, t)
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.WriteShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: WriteShareGroupState response without the partition", kerr.UnknownServerError)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// --- wire forms ------------------------------------------------------
+
+// WriteRequestPartition is u as a WriteShareGroupState partition (Berth's
+// fields in each state batch's tags).
+func WriteRequestPartition(partition int32, u share.Update) kmsg.WriteShareGroupStateRequestTopicPartition {
+	p := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	p.Partition, p.StateEpoch, p.LeaderEpoch, p.StartOffset = partition, u.StateEpoch, u.LeaderEpoch, u.StartOffset
+	p.DeliveryCompleteCount = u.DeliveryCompleteCount
+	for _, b := range u.StateBatches {
+		wb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		wb.FirstOffset, wb.LastOffset, wb.DeliveryState, wb.DeliveryCount = b.FirstOffset, b.LastOffset, b.DeliveryState, b.DeliveryCount
+		wb.UnknownTags = b.BerthTags()
+		p.StateBatches = append(p.StateBatches, wb)
+	}
+	return p
+}
+
+// WriteRequestUpdate is the update a WriteShareGroupState partition
+// carries.
+func WriteRequestUpdate(p kmsg.WriteShareGroupStateRequestTopicPartition) share.Update {
+	u := share.Update{StateEpoch: p.StateEpoch, LeaderEpoch: p.LeaderEpoch, StartOffset: p.StartOffset,
+		DeliveryCompleteCount: p.DeliveryCompleteCount}
+	for _, wb := range p.StateBatches {
+		b := share.StateBatch{FirstOffset: wb.FirstOffset, LastOffset: wb.LastOffset, DeliveryState: wb.DeliveryState, DeliveryCount: wb.DeliveryCount}
+		b.SetBerthTags(wb.UnknownTags)
+		u.StateBatches = append(u.StateBatches, b)
+	}
+	return u
+}
+
+// SetReadResponse fills a ReadShareGroupState partition from s (ok false:
+// no state, start offset -1).
+func SetReadResponse(rp *kmsg.ReadShareGroupStateResponseTopicPartition, s share.Snapshot, ok bool) {
+	if !ok {
+		rp.StateEpoch, rp.StartOffset = s.StateEpoch, -1
+		return
+	}
+	rp.StateEpoch, rp.StartOffset = s.StateEpoch, s.StartOffset
+	for _, b := range s.StateBatches {
+		rb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
+		rb.FirstOffset, rb.LastOffset, rb.DeliveryState, rb.DeliveryCount = b.FirstOffset, b.LastOffset, b.DeliveryState, b.DeliveryCount
+		rb.UnknownTags = b.BerthTags()
+		rp.StateBatches = append(rp.StateBatches, rb)
+	}
+	rp.UnknownTags.Set(tagLeaderEpoch, appendInt32(nil, s.LeaderEpoch))
+}
+
+// ReadResponseSnapshot is the state a ReadShareGroupState partition
+// carries.
+func ReadResponseSnapshot(rp kmsg.ReadShareGroupStateResponseTopicPartition) share.Snapshot {
+	s := share.Snapshot{StateEpoch: rp.StateEpoch, StartOffset: rp.StartOffset}
+	for _, rb := range rp.StateBatches {
+		b := share.StateBatch{FirstOffset: rb.FirstOffset, LastOffset: rb.LastOffset, DeliveryState: rb.DeliveryState, DeliveryCount: rb.DeliveryCount}
+		b.SetBerthTags(rb.UnknownTags)
+		s.StateBatches = append(s.StateBatches, b)
+	}
+	rp.UnknownTags.Each(func(tag uint32, v []byte) {
+		if tag == tagLeaderEpoch && len(v) == 4 {
+			s.LeaderEpoch = int32(uint32(v[0])<<24 | uint32(v[1])<<16 | uint32(v[2])<<8 | uint32(v[3]))
+		}
+	})
+	return s
+}
+
+// tagLeaderEpoch is Berth's tag on a ReadShareGroupState partition: the
+// leader epoch of the last write.
+const tagLeaderEpoch = 1000
+
+func appendInt32(dst []byte, v int32) []byte {
+	return append(dst, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
