@@ -1,0 +1,187 @@
+package tests
+
+// `berth queue describe|list` show the record counts of a share group's
+// share-partitions (Berth's tagged fields on DescribeShareGroupOffsets)
+// matching what a kgo share consumer holds.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/share"
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+type queueCountsJSON struct {
+	Available            int64 `json:"available"`
+	InFlight             int64 `json:"in_flight"`
+	Delayed              int64 `json:"delayed"`
+	OldestAvailableAgeMs int64 `json:"oldest_available_age_ms"`
+	Redeliveries         int64 `json:"redeliveries"`
+	Archived             int64 `json:"archived"`
+}
+
+type queueJSON struct {
+	Group string `json:"group"`
+	Lag   int64  `json:"lag"`
+	queueCountsJSON
+	DLQTopic   string `json:"dlq_topic"`
+	DLQDepth   int64  `json:"dlq_depth"`
+	Partitions []struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Lag       int64  `json:"lag"`
+		queueCountsJSON
+	} `json:"partitions"`
+}
+
+// pollShare polls a share consumer once for up to d.
+func pollShare(cl *kgo.Client, d time.Duration) []*kgo.Record {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return cl.PollFetches(ctx).Records()
+}
+
+func flushAcks(t *testing.T, cl *kgo.Client) {
+	t.Helper()
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("flushing acks: %v", err)
+	}
+}
+
+// 10 jobs produced, 4 acquired and held by a worker: in flight 4,
+// available 6; then one released (delayed by the backoff), one rejected
+// (archived), two accepted.
+func TestQueueDepthMatchesShareConsumer(t *testing.T) {
+	// A long backoff so the released job stays delayed while we look.
+	addr := tc.Start(t, tc.With(share.BrokerRetryBackoffInitialMs, "600000"), tc.With(share.BrokerRetryBackoffMaxMs, "600000")).Addr()
+	tc.CreateTopic(t, addr, "jobs", 1, nil)
+	prod := tc.Client(t, addr)
+	worker := tc.Client(t, addr, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"),
+		kgo.ShareMaxRecords(4), kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(500*time.Millisecond))
+	ctx := ctxT(t, 2*time.Minute)
+
+	describe := func() queueJSON {
+		t.Helper()
+		var q queueJSON
+		berthJSON(t, &q, "queue", "describe", "workers", "-b", addr)
+		return q
+	}
+
+	// Share-partitions start at the high watermark: warm up, accept all.
+	tc.Eventually(t, 60*time.Second, func() error {
+		produceSync(t, prod, &kgo.Record{Topic: "jobs", Value: []byte("warm")})
+		recs := pollShare(worker, time.Second)
+		for _, r := range recs {
+			r.Ack(kgo.AckAccept)
+		}
+		flushAcks(t, worker)
+		if len(recs) == 0 {
+			return errors.New("no warm-up record yet")
+		}
+		return nil
+	})
+	tc.Eventually(t, 30*time.Second, func() error {
+		for _, r := range pollShare(worker, 200*time.Millisecond) {
+			r.Ack(kgo.AckAccept)
+		}
+		flushAcks(t, worker)
+		if q := describe(); q.Lag != 0 || q.Available != 0 || q.InFlight != 0 {
+			return fmt.Errorf("after the warm-up: %+v", q)
+		}
+		return nil
+	})
+
+	var jobs []*kgo.Record
+	for i := range 10 {
+		jobs = append(jobs, &kgo.Record{Topic: "jobs", Value: []byte("job-" + strconv.Itoa(i))})
+	}
+	produceSync(t, prod, jobs...)
+	var held []*kgo.Record
+	tc.Eventually(t, 30*time.Second, func() error {
+		held = append(held, pollShare(worker, time.Second)...)
+		if len(held) < 4 {
+			return fmt.Errorf("%d acquired", len(held))
+		}
+		return nil
+	})
+	if len(held) != 4 {
+		t.Fatalf("the worker acquired %d records, want 4 (ShareMaxRecords)", len(held))
+	}
+
+	check := func(what string, avail, inflight, delayed, archived int64) {
+		t.Helper()
+		tc.Eventually(t, 30*time.Second, func() error {
+			q := describe()
+			if len(q.Partitions) != 1 {
+				return fmt.Errorf("%s: partitions %+v", what, q.Partitions)
+			}
+			p := q.Partitions[0]
+			got := []int64{p.Available, p.InFlight, p.Delayed, p.Archived, q.Available, q.InFlight, q.Delayed, q.Archived}
+			want := []int64{avail, inflight, delayed, archived, avail, inflight, delayed, archived}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("%s: available, in flight, delayed, archived (partition, group) %v, want %v", what, got, want)
+			}
+			out, _, err := berthCLI(ctx, "", "queue", "describe", "workers", "-b", addr)
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("Jobs: %d available, %d in flight, %d delayed", avail, inflight, delayed)
+			if !strings.Contains(out, line) {
+				return fmt.Errorf("%s: queue describe lacks %q:\n%s", what, line, out)
+			}
+			return nil
+		})
+	}
+	check("4 of 10 held", 6, 4, 0, 0)
+
+	held[0].Ack(kgo.AckRelease)
+	held[1].Ack(kgo.AckReject)
+	held[2].Ack(kgo.AckAccept)
+	held[3].Ack(kgo.AckAccept)
+	flushAcks(t, worker)
+	check("one released, one rejected, two accepted", 6, 0, 1, 1)
+
+	out, _, err := berthCLI(ctx, "", "queue", "list", "-b", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queue list:\n%s", out)
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "workers Stable 1 1 10 6 0 1") {
+		t.Errorf("queue list, want workers with lag 10 (the released job holds the start offset), 6 available, 0 in flight, 1 delayed:\n%s", out)
+	}
+
+	// The DLQ depth, where the broker serves group configs.
+	tc.CreateTopic(t, addr, "dlq.workers", 1, nil)
+	produceSync(t, prod, &kgo.Record{Topic: "dlq.workers", Value: []byte("a")}, &kgo.Record{Topic: "dlq.workers", Value: []byte("b")})
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = share.ConfigDLQTopicName, kmsg.StringPtr("dlq.workers")
+	rr.Configs = append(rr.Configs, rc)
+	req.Resources = append(req.Resources, rr)
+	if resp, err := req.RequestWith(ctx, prod); err != nil {
+		t.Logf("setting the group's DLQ topic: %v", err)
+	} else if len(resp.Resources) == 1 && resp.Resources[0].ErrorCode != 0 {
+		t.Logf("setting the group's DLQ topic: %v", kerr.ErrorForCode(resp.Resources[0].ErrorCode))
+	}
+	if q := describe(); q.DLQTopic == "" {
+		t.Logf("the broker does not answer group configs yet: DLQ depth not shown (%+v)", q)
+	} else if q.DLQTopic != "dlq.workers" || q.DLQDepth != 2 {
+		t.Errorf("DLQ %q depth %d, want dlq.workers and 2", q.DLQTopic, q.DLQDepth)
+	} else if out, _, err := berthCLI(ctx, "", "queue", "describe", "workers", "-b", addr); err != nil || !strings.Contains(out, "DLQ: dlq.workers, 2 records") {
+		t.Errorf("queue describe with a DLQ (%v):\n%s", err, out)
+	} else {
+		t.Logf("queue describe:\n%s", out)
+	}
+}
