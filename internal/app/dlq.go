@@ -259,6 +259,9 @@ func (w *dlqWriter) client() (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.RecordRetries(10),
+		// A topic just created (auto-creation) or moved is looked up
+		// again soon rather than after kgo's default 5 s.
+		kgo.MetadataMinAge(250*time.Millisecond),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter writer: %w", err)

@@ -1,0 +1,288 @@
+package tests
+
+// Dead-letter topics of share groups (KIP-1191 names, Berth's writer):
+// a rejected record and a record past the delivery limit land in the
+// group's DLQ topic with the source key, value and headers and every
+// context header; a missing or unflagged DLQ topic holds the records back
+// (retried) until it is fixed; auto-creation; copy.record.enable=false.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// headerMap returns a record's headers by key; a repeated key fails the
+// test.
+func headerMap(t *testing.T, r *kgo.Record) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, h := range r.Headers {
+		if _, dup := m[h.Key]; dup {
+			t.Errorf("header %s twice", h.Key)
+		}
+		m[h.Key] = string(h.Value)
+	}
+	return m
+}
+
+// dlqTopicConfigs is the topic config a DLQ topic needs.
+func dlqTopicConfigs() map[string]*string {
+	enable := "true"
+	return map[string]*string{"errors.deadletterqueue.group.enable": &enable}
+}
+
+// receiveJob polls cl until it returns the record with value v.
+func receiveJob(t *testing.T, cl *kgo.Client, v string) *kgo.Record {
+	t.Helper()
+	var got *kgo.Record
+	tc.Eventually(t, 30*time.Second, func() error {
+		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
+			if string(r.Value) == v {
+				got = r
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		}
+		if got == nil {
+			return fmt.Errorf("job %s not delivered", v)
+		}
+		return nil
+	})
+	return got
+}
+
+// checkContext checks the context headers of a DLQ record.
+func checkContext(t *testing.T, h map[string]string, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got, ok := h[k]; !ok || got != v {
+			t.Errorf("DLQ header %s = %q (present %v), want %q", k, got, ok, v)
+		}
+	}
+}
+
+func TestShareDLQRejectedRecord(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "orders", 1, nil)
+	tc.CreateTopic(t, n.Addr(), "dlq.orders", 1, dlqTopicConfigs())
+	prod := tc.Client(t, n.Addr())
+	setGroupConfigs(t, prod, "packers",
+		"errors.deadletterqueue.topic.name", "dlq.orders",
+		"share.auto.offset.reset", "earliest")
+
+	ts := time.UnixMilli(time.Now().Add(-time.Minute).UnixMilli())
+	src := &kgo.Record{Topic: "orders", Key: []byte("order-7"), Value: []byte(`{"sku":"x"}`), Timestamp: ts,
+		Headers: []kgo.RecordHeader{
+			{Key: "trace-id", Value: []byte("abc")},
+			{Key: "__dlq.errors.topic", Value: []byte("stale, from an earlier parking")},
+			{Key: "__dlq.errors.berth.redrive.count", Value: []byte("1")},
+		}}
+	produceSync(t, prod, src)
+	cl := shareConsumer(t, n.Addr(), "packers", "orders")
+	job := receiveJob(t, cl, `{"sku":"x"}`)
+	job.Ack(kgo.AckReject)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	recs := consumeN(t, n.Addr(), "dlq.orders", 1)
+	d := recs[0]
+	if string(d.Key) != "order-7" || string(d.Value) != `{"sku":"x"}` {
+		t.Errorf("DLQ record key %q value %q", d.Key, d.Value)
+	}
+	if !d.Timestamp.Equal(ts) {
+		t.Errorf("DLQ record timestamp %v, want the source's %v", d.Timestamp, ts)
+	}
+	h := headerMap(t, d)
+	checkContext(t, h, map[string]string{
+		"trace-id":                         "abc",
+		"__dlq.errors.berth.redrive.count": "1",
+		"__dlq.errors.topic":               "orders",
+		"__dlq.errors.partition":           "0",
+		"__dlq.errors.offset":              strconv.FormatInt(job.Offset, 10),
+		"__dlq.errors.group":               "packers",
+		"__dlq.errors.delivery.count":      "1",
+		"__dlq.errors.message":             "Offset rejected by client.",
+		"__dlq.errors.berth.reason":        "rejected",
+		"__dlq.errors.berth.timestamp":     strconv.FormatInt(ts.UnixMilli(), 10),
+	})
+	// The source headers come first, then the context headers.
+	if d.Headers[0].Key != "trace-id" {
+		t.Errorf("first DLQ header %s, want the source's trace-id", d.Headers[0].Key)
+	}
+
+	// Parked means archived: the job is not delivered again.
+	produceSync(t, prod, &kgo.Record{Topic: "orders", Value: []byte("marker")})
+	receiveJob(t, cl, "marker").Ack(kgo.AckAccept)
+}
+
+func TestShareDLQDeliveryLimitReached(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "emails", 1, nil)
+	tc.CreateTopic(t, n.Addr(), "dlq.emails", 1, dlqTopicConfigs())
+	prod := tc.Client(t, n.Addr())
+	setGroupConfigs(t, prod, "senders",
+		"errors.deadletterqueue.topic.name", "dlq.emails",
+		"share.delivery.count.limit", "5",
+		"share.retry.backoff.initial.ms", "50",
+		"share.retry.backoff.max.ms", "50",
+		"share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "emails", Key: []byte("mail-1"), Value: []byte("hello")})
+	cl := shareConsumer(t, n.Addr(), "senders", "emails")
+
+	var last *kgo.Record
+	for i := 1; i <= 5; i++ {
+		job := receiveJob(t, cl, "hello")
+		if job.DeliveryCount() != int32(i) {
+			t.Fatalf("delivery %d has delivery count %d", i, job.DeliveryCount())
+		}
+		job.Ack(kgo.AckRelease)
+		if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		last = job
+	}
+
+	d := consumeN(t, n.Addr(), "dlq.emails", 1)[0]
+	if string(d.Key) != "mail-1" || string(d.Value) != "hello" {
+		t.Errorf("DLQ record key %q value %q", d.Key, d.Value)
+	}
+	checkContext(t, headerMap(t, d), map[string]string{
+		"__dlq.errors.topic":          "emails",
+		"__dlq.errors.partition":      "0",
+		"__dlq.errors.offset":         strconv.FormatInt(last.Offset, 10),
+		"__dlq.errors.group":          "senders",
+		"__dlq.errors.delivery.count": "5",
+		"__dlq.errors.berth.reason":   "delivery limit reached",
+		"__dlq.errors.message":        "Offset delivery count exceeded the threshold.",
+	})
+	produceSync(t, prod, &kgo.Record{Topic: "emails", Value: []byte("marker")})
+	receiveJob(t, cl, "marker").Ack(kgo.AckAccept)
+}
+
+// A DLQ topic that is missing, then lacks errors.deadletterqueue.group.enable,
+// holds the rejected record back (retried, never archived without it);
+// once the topic is fixed the record lands.
+func TestShareDLQTopicMustExistAndBeEnabled(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "invoices", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	adm := tc.Admin(t, n.Addr())
+	setGroupConfigs(t, prod, "billing",
+		"errors.deadletterqueue.topic.name", "dlq.invoices",
+		"share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "invoices", Key: []byte("inv-1"), Value: []byte("bad")})
+	cl := shareConsumer(t, n.Addr(), "billing", "invoices")
+	job := receiveJob(t, cl, "bad")
+	job.Ack(kgo.AckReject)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Not auto-created (errors.deadletterqueue.auto.create.topics.enable is
+	// false by default).
+	time.Sleep(500 * time.Millisecond) // a negative check: give a wrong write the time to happen
+	topics, err := adm.ListTopics(ctxT(t, 10*time.Second), "dlq.invoices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has("dlq.invoices") {
+		t.Fatal("the DLQ topic was created although auto-creation is off")
+	}
+
+	// Created without the flag: still refused.
+	tc.CreateTopic(t, n.Addr(), "dlq.invoices", 1, nil)
+	time.Sleep(500 * time.Millisecond) // a negative check
+	offs, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), "dlq.invoices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("dlq.invoices", 0); o.Offset != 0 {
+		t.Fatalf("%d records written to a DLQ topic without errors.deadletterqueue.group.enable", o.Offset)
+	}
+
+	// Flagged: the held-back record lands.
+	enable := "true"
+	rs, err := adm.AlterTopicConfigs(ctxT(t, 10*time.Second),
+		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "errors.deadletterqueue.group.enable", Value: &enable}}, "dlq.invoices")
+	if err == nil {
+		_, err = rs.On("dlq.invoices", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := consumeN(t, n.Addr(), "dlq.invoices", 1)[0]
+	if string(d.Key) != "inv-1" || headerMap(t, d)["__dlq.errors.berth.reason"] != "rejected" {
+		t.Errorf("DLQ record %q with headers %v", d.Key, headerMap(t, d))
+	}
+}
+
+// With auto-creation on, a missing DLQ topic is created (flagged) on the
+// first write; copy.record.enable=false writes the context headers only.
+func TestShareDLQAutoCreateWithoutCopy(t *testing.T) {
+	n := tc.Start(t, tc.With("errors.deadletterqueue.auto.create.topics.enable", "true"))
+	tc.CreateTopic(t, n.Addr(), "uploads", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	adm := tc.Admin(t, n.Addr())
+	setGroupConfigs(t, prod, "scanners",
+		"errors.deadletterqueue.topic.name", "dlq.uploads",
+		"errors.deadletterqueue.copy.record.enable", "false",
+		"share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "uploads", Key: []byte("file-1"), Value: []byte("virus"),
+		Headers: []kgo.RecordHeader{{Key: "owner", Value: []byte("ann")}}})
+	cl := shareConsumer(t, n.Addr(), "scanners", "uploads")
+	job := receiveJob(t, cl, "virus")
+	job.Ack(kgo.AckReject)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	tc.Eventually(t, 30*time.Second, func() error {
+		topics, err := adm.ListTopics(ctxT(t, 10*time.Second), "dlq.uploads")
+		if err != nil {
+			return err
+		}
+		if !topics.Has("dlq.uploads") {
+			return errors.New("DLQ topic not created yet")
+		}
+		return nil
+	})
+	rc, err := adm.DescribeTopicConfigs(ctxT(t, 10*time.Second), "dlq.uploads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On("dlq.uploads", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := false
+	for _, c := range cfg.Configs {
+		flagged = flagged || c.Key == "errors.deadletterqueue.group.enable" && c.MaybeValue() == "true"
+	}
+	if !flagged {
+		t.Error("the created DLQ topic lacks errors.deadletterqueue.group.enable=true")
+	}
+	d := consumeN(t, n.Addr(), "dlq.uploads", 1)[0]
+	if d.Key != nil || d.Value != nil {
+		t.Errorf("copy.record.enable=false: DLQ record has key %q value %q", d.Key, d.Value)
+	}
+	h := headerMap(t, d)
+	if _, ok := h["owner"]; ok {
+		t.Error("copy.record.enable=false: the source header was copied")
+	}
+	checkContext(t, h, map[string]string{
+		"__dlq.errors.topic":          "uploads",
+		"__dlq.errors.offset":         strconv.FormatInt(job.Offset, 10),
+		"__dlq.errors.group":          "scanners",
+		"__dlq.errors.delivery.count": "1",
+		"__dlq.errors.berth.reason":   "rejected",
+	})
+}
