@@ -434,17 +434,33 @@ func TestDLQCLIRedriveResumes(t *testing.T) {
 	}
 }
 
-// purge deletes what was redriven (--redriven) or everything, after a
-// confirmation, and only from DLQ topics.
+// purge deletes what was redriven (--redriven: never a job the redrive
+// refused or skipped), what was parked before a time, or everything,
+// after a confirmation, and only from DLQ topics.
 func TestDLQCLIPurge(t *testing.T) {
 	addr, cl := startDLQBroker(t, 1)
-	parkJobs(t, cl, "dlq.jobs", 0, numberedJobs("jobs", 0, 3, "rejected")...)
+	jobs := numberedJobs("jobs", 0, 3, "rejected")
+	old := time.Now().Add(-3 * time.Hour)
+	jobs[0].parkedAt, jobs[1].parkedAt = old, old
+	jobs[1].redrives = 3 // refused by the loop guard
+	parkJobs(t, cl, "dlq.jobs", 0, jobs...)
 	var res redriveJSON
 	berthJSON(t, &res, "dlq", "redrive", "dlq.jobs", "-b", addr)
-	if res.Moved != 3 {
+	if res.Moved != 2 || res.Refused != 1 {
 		t.Fatalf("redrive: %+v", res)
 	}
 	parkJobs(t, cl, "dlq.jobs", 0, numberedJobs("jobs", 3, 2, "rejected")...)
+	parked := func(want int64) {
+		t.Helper()
+		var list []struct {
+			Topic  string `json:"topic"`
+			Parked int64  `json:"parked"`
+		}
+		berthJSON(t, &list, "dlq", "list", "-b", addr)
+		if len(list) != 1 || list[0].Parked != want {
+			t.Errorf("dlq list: %+v, want %d parked", list, want)
+		}
+	}
 
 	ctx := ctxT(t, time.Minute)
 	if _, _, err := berthCLI(ctx, "", "dlq", "purge", "dlq.jobs", "-b", addr); err == nil || !strings.Contains(err.Error(), "--yes") {
@@ -453,33 +469,31 @@ func TestDLQCLIPurge(t *testing.T) {
 	if _, _, err := berthCLI(ctx, "", "dlq", "purge", "jobs", "--yes", "-b", addr); err == nil || !strings.Contains(err.Error(), "not a dead-letter topic") {
 		t.Errorf("purge of a non-DLQ topic: %v", err)
 	}
+	parked(5)
+	// Redriven: offsets 0 and 2, but 1 was refused: only 0 goes.
 	out, _, err := berthCLI(ctx, "", "dlq", "purge", "dlq.jobs", "--redriven", "--yes", "-b", addr)
-	if err != nil || !strings.Contains(out, "Purged 3 records") {
+	if err != nil || !strings.Contains(out, "Purged 1 records") {
 		t.Fatalf("purge --redriven (%v): %s", err, out)
 	}
-	var list []struct {
-		Topic  string `json:"topic"`
-		Parked int64  `json:"parked"`
-	}
-	berthJSON(t, &list, "dlq", "list", "-b", addr)
-	if len(list) != 1 || list[0].Parked != 2 {
-		t.Errorf("after purge --redriven: %+v", list)
-	}
+	parked(4)
+	// Parked more than 2 h ago: the refused job.
 	var purged struct {
 		Removed int64 `json:"removed"`
 	}
+	berthJSON(t, &purged, "dlq", "purge", "dlq.jobs", "--before", "2h", "--yes", "-b", addr)
+	if purged.Removed != 1 {
+		t.Errorf("purge --before 2h: removed %d, want 1", purged.Removed)
+	}
+	parked(3)
 	berthJSON(t, &purged, "dlq", "purge", "dlq.jobs", "--yes", "-b", addr)
-	if purged.Removed != 2 {
-		t.Errorf("purge: removed %d, want 2", purged.Removed)
+	if purged.Removed != 3 {
+		t.Errorf("purge: removed %d, want 3", purged.Removed)
 	}
-	berthJSON(t, &list, "dlq", "list", "-b", addr)
-	if len(list) != 1 || list[0].Parked != 0 {
-		t.Errorf("after purge: %+v", list)
-	}
-	var jobs []dlqJobJSON
-	berthJSON(t, &jobs, "dlq", "inspect", "dlq.jobs", "-b", addr)
-	if len(jobs) != 0 {
-		t.Errorf("inspect after purge: %+v", jobs)
+	parked(0)
+	var left []dlqJobJSON
+	berthJSON(t, &left, "dlq", "inspect", "dlq.jobs", "-b", addr)
+	if len(left) != 0 {
+		t.Errorf("inspect after purge: %+v", left)
 	}
 	if out, _, err := berthCLI(ctx, "", "dlq", "purge", "dlq.jobs", "--yes", "-b", addr); err != nil || !strings.Contains(out, "Nothing to purge") {
 		t.Errorf("purge of an empty DLQ (%v): %s", err, out)

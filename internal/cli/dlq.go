@@ -21,6 +21,12 @@ package cli
 // at the first record not known to be moved: nothing is lost, and the
 // records acknowledged after the last commit (at most about a second's
 // worth) are produced a second time. Redrive does not delete from the DLQ.
+//
+// The committed offset passes skipped (filtered) and refused records too,
+// so the next run does not read them again; the commit's metadata
+// ("kept=N") remembers the first offset at or after which a record was
+// not moved, and `purge --redriven` deletes only below it, so a skipped
+// or refused job is never purged as redriven.
 
 import (
 	"context"
@@ -681,8 +687,32 @@ type redriveProgress struct {
 	mu      sync.Mutex
 	pending map[int32][]*redriveSlot
 	next    map[int32]int64 // the offset to commit: everything before it is finished
+	kept    map[int32]int64 // the first offset not moved (skipped or refused), if any
 	dirty   bool
 	failed  error
+}
+
+// keptMetadata is the commit metadata saying that records from offset
+// on (up to the committed offset) may not have been moved.
+func keptMetadata(offset int64) string { return "kept=" + strconv.FormatInt(offset, 10) }
+
+// parseKept reads keptMetadata; -1 when there is none.
+func parseKept(md string) int64 {
+	if v, ok := strings.CutPrefix(md, "kept="); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
+}
+
+// keep records that the record at offset stays in the DLQ unmoved.
+func (p *redriveProgress) keep(partition int32, offset int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k, ok := p.kept[partition]; !ok || offset < k {
+		p.kept[partition] = offset
+	}
 }
 
 type redriveSlot struct {
@@ -730,23 +760,31 @@ func (p *redriveProgress) err() error {
 	return p.failed
 }
 
-// snapshot returns the offsets to commit if they moved since the last.
-func (p *redriveProgress) snapshot() (map[int32]int64, bool) {
+// snapshot returns the offsets to commit, with their metadata, and
+// whether they moved since the last snapshot.
+func (p *redriveProgress) snapshot() (kadm.Offsets, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.dirty {
-		return nil, false
-	}
+	moved := p.dirty
 	p.dirty = false
-	return maps.Clone(p.next), true
+	var offs kadm.Offsets
+	for part, o := range p.next {
+		md := ""
+		if k, ok := p.kept[part]; ok && k < o {
+			md = keptMetadata(k)
+		}
+		offs.Add(kadm.Offset{Partition: part, At: o, LeaderEpoch: -1, Metadata: md})
+	}
+	return offs, moved
 }
 
-// commitProgress commits offsets as the redrive group's.
-func commitProgress(ctx context.Context, adm *kadm.Client, group, topic string, offsets map[int32]int64) error {
+// commitProgress commits offsets (of topic) as the redrive group's.
+func commitProgress(ctx context.Context, adm *kadm.Client, group, topic string, offsets kadm.Offsets) error {
 	var offs kadm.Offsets
-	for p, o := range offsets {
-		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1})
-	}
+	offsets.Each(func(o kadm.Offset) {
+		o.Topic = topic
+		offs.Add(o)
+	})
 	resps, err := adm.CommitOffsets(ctx, group, offs)
 	if err == nil {
 		err = resps.Error()
@@ -782,18 +820,29 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 		}
 	}
 	res := &redriveResult{Topic: topic, Group: o.group, DryRun: o.dryRun, Refusals: []redriveRefusal{}}
+	prog := &redriveProgress{pending: map[int32][]*redriveSlot{}, next: map[int32]int64{}, kept: map[int32]int64{}}
 	for p, r := range b {
 		from := r[0]
 		if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
 			from = clampOffset(c.At, r[0], r[1])
+			if k := parseKept(c.Metadata); k >= 0 && k >= r[0] {
+				prog.kept[p] = k
+			}
 		}
 		rng[p] = [2]int64{from, r[1]}
 		res.Total += r[1] - from
 	}
+	if len(prog.kept) > 0 {
+		ps := slices.Sorted(maps.Keys(prog.kept))
+		var at []string
+		for _, p := range ps {
+			at = append(at, fmt.Sprintf("%d@%d", p, prog.kept[p]))
+		}
+		fmt.Fprintf(progressOut, "note: earlier redrives skipped or refused records (from partition@offset %s on) that this run does not read again; redrive them with --from-start (and --reason/--since/--until)\n", strings.Join(at, ", "))
+	}
 
 	var (
 		prod     *kgo.Client
-		prog     = &redriveProgress{pending: map[int32][]*redriveSlot{}, next: map[int32]int64{}}
 		handled  atomic.Int64
 		moved    atomic.Int64
 		failed   atomic.Int64
@@ -837,11 +886,7 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 			if rate > 0 && res.Total > done {
 				eta = (time.Duration(float64(res.Total-done)/rate) * time.Second).Round(time.Second).String()
 			}
-			verb := "redriven"
-			if o.dryRun {
-				verb = "checked"
-			}
-			fmt.Fprintf(progressOut, "%s %d/%d records (%d moved), %s records/s, ETA %s\n", verb, done, res.Total, moved.Load(), formatRate(rate), eta)
+			fmt.Fprintf(progressOut, "%s: %d/%d records handled, %d moved, %s records/s, ETA %s\n", topic, done, res.Total, moved.Load(), formatRate(rate), eta)
 			if offs, ok := prog.snapshot(); ok && !o.dryRun {
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cf.timeout)
 				if err := commitProgress(cctx, adm, o.group, topic, offs); err != nil {
@@ -864,11 +909,13 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 		refuse := func(why string) {
 			res.Refused++
 			res.Refusals = append(res.Refusals, redriveRefusal{Partition: r.Partition, Offset: r.Offset, SourceTopic: j.SourceTopic, RedriveCount: j.RedriveCount, Why: why})
+			prog.keep(r.Partition, r.Offset)
 			prog.add(r.Partition, r.Offset, true)
 		}
 		switch {
 		case !f.match(j):
 			res.Skipped++
+			prog.keep(r.Partition, r.Offset)
 			prog.add(r.Partition, r.Offset, true)
 		case j.RedriveCount >= o.maxRedrives:
 			refuse(fmt.Sprintf("redriven %d times already (--max-redrives %d)", j.RedriveCount, o.maxRedrives))
@@ -936,8 +983,7 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 	<-tickerDone
 	var errs []error
 	if !o.dryRun {
-		prog.snapshot()
-		if offs := maps.Clone(prog.next); len(offs) > 0 {
+		if offs, _ := prog.snapshot(); len(offs) > 0 {
 			// Always the last word, even if a periodic commit failed.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cf.timeout)
 			if err := commitProgress(cctx, adm, o.group, topic, offs); err != nil {
@@ -946,7 +992,8 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 				commitErr.Store(nil)
 			}
 			cancel()
-			res.Committed = offs
+			res.Committed = map[int32]int64{}
+			offs.Each(func(o kadm.Offset) { res.Committed[o.Partition] = o.At })
 		}
 	}
 	res.Moved, res.Failed = moved.Load(), failed.Load()
@@ -1080,7 +1127,11 @@ func newDLQPurgeCmd(cf *clientFlags) *cobra.Command {
 					for p, r := range b {
 						upTo[p] = r[0]
 						if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
-							upTo[p] = clampOffset(c.At, r[0], r[1])
+							at := c.At
+							if k := parseKept(c.Metadata); k >= 0 {
+								at = min(at, k) // a skipped or refused record stays
+							}
+							upTo[p] = clampOffset(at, r[0], r[1])
 						}
 					}
 				case !beforeT.IsZero():
