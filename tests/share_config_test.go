@@ -298,3 +298,32 @@ func TestShareConfigRetryBackoffHonoured(t *testing.T) {
 	again.Ack(kgo.AckAccept)
 	_ = cl.FlushAcks(context.Background())
 }
+
+// DeleteGroups of a share group deletes its configs too (Kafka's
+// behaviour); a group that is not deleted keeps them.
+func TestShareConfigDeletedWithGroup(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "tasks", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	setGroupConfigs(t, prod, "temp", "share.delivery.count.limit", "4", "share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "tasks", Value: []byte("t")})
+	cl := shareConsumer(t, n.Addr(), "temp", "tasks")
+	receiveJob(t, cl, "t").Ack(kgo.AckAccept)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close() // leaves the group: it is empty and can be deleted
+
+	adm := tc.Admin(t, n.Addr())
+	tc.Eventually(t, 30*time.Second, func() error {
+		resp, err := adm.DeleteGroups(ctxT(t, 10*time.Second), "temp")
+		if err != nil {
+			return err
+		}
+		return resp["temp"].Err
+	})
+	got := describeGroupConfigs(t, prod, "temp")
+	if g := got["share.delivery.count.limit"]; g != (groupConfig{"5", kmsg.ConfigSourceDefaultConfig}) {
+		t.Errorf("after DeleteGroups: %+v, want the default", g)
+	}
+}

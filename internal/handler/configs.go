@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -215,4 +216,28 @@ func mergedGroupConfigs(cur, set map[string]string, del []string, replace bool) 
 		delete(out, k)
 	}
 	return out
+}
+
+// dropGroupConfigs deletes the configs of the groups DeleteGroups deleted
+// (Kafka's behaviour), before the answer goes out. A failure is logged:
+// the group is gone either way, and its configs can still be deleted
+// with IncrementalAlterConfigs.
+func (b *Broker) dropGroupConfigs(resp *kmsg.DeleteGroupsResponse) {
+	im := b.image()
+	var recs []metadata.Record
+	for _, g := range resp.Groups {
+		if g.ErrorCode == 0 && im.GroupConfig(g.Group) != nil {
+			recs = append(recs, metadata.Record{SetGroupConfigs: &metadata.SetGroupConfigs{Group: g.Group, Replace: true}})
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	if err := b.propose(context.Background(), recs...); err != nil {
+		b.log.Warn("deleted groups keep their configs; delete them with IncrementalAlterConfigs", "err", err)
+		return
+	}
+	for _, r := range recs {
+		b.log.Info("group configs deleted with the group", "group", r.SetGroupConfigs.Group)
+	}
 }

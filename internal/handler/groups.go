@@ -87,7 +87,14 @@ func (b *Broker) offsetDelete(_ context.Context, req *server.Request) (server.Re
 
 func (b *Broker) deleteGroups(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
-	return later(req.Conn, func(respond func(*kmsg.DeleteGroupsResponse)) { b.Groups.DeleteGroups(r, respond) }), nil
+	reply := later(req.Conn, func(respond func(*kmsg.DeleteGroupsResponse)) { b.Groups.DeleteGroups(r, respond) })
+	return func() kmsg.Response {
+		resp := reply()
+		if dr, ok := resp.(*kmsg.DeleteGroupsResponse); ok {
+			b.dropGroupConfigs(dr) // configs.go; on the write loop, where waiting belongs
+		}
+		return resp
+	}, nil
 }
 
 func (b *Broker) describeGroups(_ context.Context, req *server.Request) (server.Reply, error) {
