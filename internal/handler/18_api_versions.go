@@ -17,7 +17,7 @@ func init() { register(18, 0, 4, (*Broker).apiVersions) }
 
 func (b *Broker) apiVersions(_ context.Context, req *server.Request) (server.Reply, error) {
 	resp := req.Body.(*kmsg.ApiVersionsRequest).ResponseKind().(*kmsg.ApiVersionsResponse)
-	for _, a := range Served() {
+	for _, a := range append(Served(), Extensions()...) { // Berth's keys too: kgo sends only listed keys
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
 	}
 	return now(resp), nil

@@ -55,10 +55,13 @@ type APIRange struct {
 	Min, Max int16
 }
 
-// Served lists every API served, by key.
+// Served lists every Kafka API served, by key (Berth's own: Extensions).
 func Served() []APIRange {
 	var out []APIRange
 	for k, a := range apis {
+		if _, berth := berthAPIs[k]; berth { // listed by Extensions
+			continue
+		}
 		out = append(out, APIRange{Key: k, Name: kmsg.NameForKey(k), Min: a.min, Max: a.max})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

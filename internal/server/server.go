@@ -48,6 +48,14 @@ type Handler interface {
 	Handle(ctx context.Context, req *Request) (Reply, error)
 }
 
+// RequestMaker is implemented by a Handler that serves API keys kmsg
+// does not know (Berth's extensions): NewRequest returns an empty request
+// for key, nil for an unknown one; ExtensionKeys lists those keys.
+type RequestMaker interface {
+	NewRequest(key int16) kmsg.Request
+	ExtensionKeys() []int16
+}
+
 // Config bounds a server.
 type Config struct {
 	MaxRequestBytes    int32         // socket.request.max.bytes
@@ -275,6 +283,9 @@ func (c *Conn) serveOne(body []byte) (pending, bool) {
 
 	min, max, served := s.h.Supported(key)
 	kreq := kmsg.RequestForKey(key)
+	if rm, ok := s.h.(RequestMaker); ok { // Berth's own API keys, which kmsg does not know
+		kreq = rm.NewRequest(key)
+	}
 	if !served || kreq == nil {
 		s.Metrics.BadFrames.Add(1)
 		s.log.Warn("closing connection: unknown or unserved API key", "remote", c.Remote, "key", key, "version", version)
@@ -349,6 +360,13 @@ func (s *Server) unsupportedApiVersions() kmsg.Response {
 	for k := int16(0); k <= kmsg.MaxKey; k++ {
 		if min, max, ok := s.h.Supported(k); ok {
 			resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: min, MaxVersion: max})
+		}
+	}
+	if rm, ok := s.h.(RequestMaker); ok { // kgo takes this list as the broker's, extensions included
+		for _, k := range rm.ExtensionKeys() {
+			if min, max, ok := s.h.Supported(k); ok {
+				resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: min, MaxVersion: max})
+			}
 		}
 	}
 	return resp

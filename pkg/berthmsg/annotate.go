@@ -8,11 +8,12 @@
 //	kresp, err := client.Broker(leader).Request(ctx, req)
 //	resp := kresp.(*berthmsg.AnnotateShareRecordsResponse)
 //
-// Extension API keys start at 32000, far above Kafka's. A Berth broker
-// lists them in its ApiVersions answer; kgo refuses to send a key the
-// broker did not list (kgo.ErrBrokerTooOld-like error), which is how a
-// client learns it talks to a broker other than Berth. The byte layout
-// is in docs/compatibility.md ("Berth extensions").
+// Extension API keys start at 32000, far above Kafka's. kgo sends a key
+// only if it is in the client's max versions (kgo.MaxVersions; add
+// Berth's with WithVersions) and in the broker's ApiVersions answer,
+// where a Berth broker lists its extensions: against another broker kgo
+// fails the request without sending it ("broker is too old"). The byte
+// layout is in docs/compatibility.md ("Berth extensions").
 package berthmsg
 
 import (
@@ -21,6 +22,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // AnnotateShareRecordsKey is the API key of BerthAnnotateShareRecords.
@@ -349,3 +351,16 @@ func (d *decoder) tags() {
 }
 
 func (d *decoder) done() error { return d.err }
+
+// WithVersions adds Berth's extension keys to vs (kversion.Stable() when
+// nil) and returns it, for kgo.MaxVersions: kgo sends no key that is
+// missing from its max versions.
+//
+//	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(berthmsg.WithVersions(nil)))
+func WithVersions(vs *kversion.Versions) *kversion.Versions {
+	if vs == nil {
+		vs = kversion.Stable()
+	}
+	vs.SetMaxKeyVersion(AnnotateShareRecordsKey, 0)
+	return vs
+}
