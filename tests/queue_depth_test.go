@@ -143,6 +143,10 @@ func TestQueueDepthMatchesShareConsumer(t *testing.T) {
 		})
 	}
 	check("4 of 10 held", 6, 4, 0, 0)
+	// The 6 never fetched have waited since they were produced.
+	if q := describe(); q.OldestAvailableAgeMs < 0 || q.Partitions[0].OldestAvailableAgeMs != q.OldestAvailableAgeMs {
+		t.Errorf("oldest available age: group %d, partition %d, want known (>= 0)", q.OldestAvailableAgeMs, q.Partitions[0].OldestAvailableAgeMs)
+	}
 
 	held[0].Ack(kgo.AckRelease)
 	held[1].Ack(kgo.AckReject)

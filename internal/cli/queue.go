@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -67,6 +68,8 @@ type queuePartition struct {
 	Lag           int64  `json:"lag"` // -1: unknown
 	queueCounts
 	Error string `json:"error,omitempty"`
+
+	endOffset int64 // the in-flight window's end (tag), -1 unknown
 }
 
 // queueCounts are a share-partition's (or, summed, a group's) record
@@ -88,7 +91,7 @@ func unknownCounts() queueCounts {
 
 // shareStatsFromTags reads Berth's tagged fields of a
 // DescribeShareGroupOffsets partition; ok is false when there are none.
-func shareStatsFromTags(tags *kmsg.Tags) (c queueCounts, ok bool) {
+func shareStatsFromTags(tags *kmsg.Tags) (c queueCounts, endOffset int64, ok bool) {
 	c = unknownCounts()
 	vals := map[uint32]int64{}
 	tags.Each(func(tag uint32, b []byte) {
@@ -114,7 +117,9 @@ func shareStatsFromTags(tags *kmsg.Tags) (c queueCounts, ok bool) {
 	if rej >= 0 || lim >= 0 {
 		c.Archived = max(rej, 0) + max(lim, 0)
 	}
-	return c, ok
+	endOffset = -1
+	get(handler.ShareStatsTagEndOffset, &endOffset)
+	return c, endOffset, ok
 }
 
 // add sums o into c: unknown stays unknown only while every part is;
@@ -177,7 +182,7 @@ func newQueueListCmd(cf *clientFlags) *cobra.Command {
 				}
 				qs := []queueInfo{}
 				if len(listed) > 0 {
-					if qs, err = describeQueues(ctx, cl, adm, listed.Groups(), false); err != nil {
+					if qs, err = describeQueues(ctx, cf, cl, adm, listed.Groups(), false); err != nil {
 						return cf.explain(err)
 					}
 				}
@@ -203,7 +208,7 @@ func newQueueDescribeCmd(cf *clientFlags) *cobra.Command {
 				return errors.New("group names must not be empty")
 			}
 			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
-				qs, err := describeQueues(ctx, cl, adm, args, true)
+				qs, err := describeQueues(ctx, cf, cl, adm, args, true)
 				if err != nil {
 					var ge *queueGroupError
 					if errors.As(err, &ge) {
@@ -235,7 +240,7 @@ func (e *queueGroupError) Unwrap() error { return e.err }
 // DescribeShareGroupOffsets to each leader for the start offsets and
 // ListOffsets for the high watermarks. With strict, a group that cannot
 // be described is an error; otherwise it is listed with what is known.
-func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, groups []string, strict bool) ([]queueInfo, error) {
+func describeQueues(ctx context.Context, cf *clientFlags, cl *kgo.Client, adm *kadm.Client, groups []string, strict bool) ([]queueInfo, error) {
 	described, err := adm.DescribeShareGroups(ctx, groups...)
 	if err != nil && strict {
 		return nil, err
@@ -375,7 +380,7 @@ func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					qp := queuePartition{Topic: t.Topic, Partition: p.Partition, Leader: b, StartOffset: p.StartOffset, HighWatermark: -1, Lag: -1}
-					qp.queueCounts, _ = shareStatsFromTags(&p.UnknownTags)
+					qp.queueCounts, qp.endOffset, _ = shareStatsFromTags(&p.UnknownTags)
 					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 						if nullTopics && errors.Is(err, kerr.NotLeaderForPartition) {
 							continue // stale state of a partition it no longer leads
@@ -421,14 +426,53 @@ func describeQueues(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group
 					q.Lag += p.Lag
 				}
 			}
-			q.add(p.queueCounts)
 		}
 		if ps != nil {
 			q.Partitions = ps
 		}
 	}
+	fillNeverFetchedAges(ctx, cf, qs, time.Now)
+	for i := range qs {
+		for _, p := range qs[i].Partitions {
+			qs[i].add(p.queueCounts)
+		}
+	}
 	queueDLQs(ctx, cl, adm, qs)
 	return qs, nil
+}
+
+// fillNeverFetchedAges times the records past a share-partition's
+// in-flight window (produced, never fetched, so available since they were
+// written): the oldest available age is at least now minus the timestamp
+// of the record at the window's end.
+func fillNeverFetchedAges(ctx context.Context, cf *clientFlags, qs []queueInfo, now func() time.Time) {
+	want := map[string]map[int32]int64{}
+	for _, q := range qs {
+		for _, p := range q.Partitions {
+			if p.Error == "" && p.endOffset >= 0 && p.HighWatermark > p.endOffset && p.Available > 0 {
+				if want[p.Topic] == nil {
+					want[p.Topic] = map[int32]int64{}
+				}
+				want[p.Topic][p.Partition] = p.endOffset
+			}
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	stamps := recordTimestamps(ctx, cf, want)
+	t := now()
+	for i := range qs {
+		for j := range qs[i].Partitions {
+			p := &qs[i].Partitions[j]
+			if at, ok := want[p.Topic][p.Partition]; !ok || at != p.endOffset {
+				continue
+			}
+			if ts, ok := stamps[p.Topic][p.Partition]; ok {
+				p.OldestAvailableAgeMs = max(p.OldestAvailableAgeMs, max(t.Sub(ts).Milliseconds(), 0))
+			}
+		}
+	}
 }
 
 // queueDLQs fills each group's DLQ topic (DescribeConfigs on the GROUP

@@ -20,8 +20,8 @@ package handler
 // Kafka's own tags never collide) to each partition entry it has
 // share-partition state for: the records available, in flight, delayed,
 // the oldest available record's age and the redelivery, rejection,
-// delivery-limit, DLQ and archiving counts (docs/compatibility.md, key
-// 90). Each value is a zigzag varint (kbin varlong). Stock clients skip
+// delivery-limit, DLQ and archiving counts and the window's end offset
+// (docs/compatibility.md, key 90). Each value is a zigzag varint (kbin varlong). Stock clients skip
 // unknown tags; `berth queue` reads them.
 //
 // Not honoured: authorization (no ACLs yet).
@@ -70,6 +70,10 @@ const (
 	ShareStatsTagDLQWritten uint32 = 1007
 	// ShareStatsTagArchiving: records waiting for their DLQ write.
 	ShareStatsTagArchiving uint32 = 1008
+	// ShareStatsTagEndOffset: one past the last offset in the in-flight
+	// window; records from here to the high watermark were never fetched
+	// (a client times the oldest of them by reading its timestamp).
+	ShareStatsTagEndOffset uint32 = 1009
 )
 
 // setShareStatsTags puts st into sp's tagged fields; hw is the
@@ -92,6 +96,7 @@ func setShareStatsTags(sp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicParti
 		{ShareStatsTagDeliveryLimit, int64(st.DeliveryLimits)},
 		{ShareStatsTagDLQWritten, int64(st.DLQWritten)},
 		{ShareStatsTagArchiving, st.Archiving},
+		{ShareStatsTagEndOffset, st.EndOffset},
 	} {
 		sp.UnknownTags.Set(kv.tag, kbin.AppendVarlong(nil, kv.v))
 	}

@@ -134,7 +134,7 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 	stats := func(what string, tags map[uint32]int64, avail, acquired, delayed, age int64) {
 		t.Helper()
 		got := []int64{tags[handler.ShareStatsTagAvailable], tags[handler.ShareStatsTagAcquired], tags[handler.ShareStatsTagDelayed], tags[handler.ShareStatsTagOldestAvailableAgeMs]}
-		if len(tags) != 9 || got[0] != avail || got[1] != acquired || got[2] != delayed || got[3] != age {
+		if len(tags) != 10 || got[0] != avail || got[1] != acquired || got[2] != delayed || got[3] != age {
 			t.Errorf("%s: tags %v: available, acquired, delayed, age %v, want [%d %d %d %d]", what, tags, got, avail, acquired, delayed, age)
 		}
 	}
