@@ -1,0 +1,69 @@
+package worker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// frame is a request as kgo writes it: size, header v2 (flexible), body.
+func frame(req kmsg.Request, clientID string) []byte {
+	b := []byte{0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, 7)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
+	b = append(b, clientID...)
+	b = append(b, 0) // header tags
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+func TestMemberIDFromHeartbeat(t *testing.T) {
+	m := &memberID{group: "shippers"}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.GroupID, hb.MemberID, hb.MemberEpoch = "shippers", "m-123", 0
+	hb.SubscribedTopicNames = []string{"shipment-jobs"}
+
+	other := *hb
+	other.GroupID = "another"
+	m.inspect(frame(&other, "kgo"))
+	if got := m.get(); got != "" {
+		t.Fatalf("learned %q from another group's heartbeat", got)
+	}
+	fetch := kmsg.NewPtrShareFetchRequest()
+	fetch.Version = 1
+	fetch.GroupID, fetch.MemberID = kmsg.StringPtr("shippers"), kmsg.StringPtr("nope")
+	m.inspect(frame(fetch, "kgo"))
+	if got := m.get(); got != "" {
+		t.Fatalf("learned %q from a ShareFetch", got)
+	}
+	m.inspect(frame(hb, "kgo"))
+	if got := m.get(); got != "m-123" {
+		t.Fatalf("member %q, want m-123", got)
+	}
+	// Truncated frames are ignored, never a panic.
+	b := frame(hb, "a-longer-client-id")
+	for i := range b {
+		(&memberID{group: "shippers"}).inspect(b[:i])
+	}
+}
+
+func TestPermanent(t *testing.T) {
+	base := errors.New("bad address")
+	err := fmt.Errorf("booking job 7: %w", Permanent(base))
+	if !IsPermanent(err) || !errors.Is(err, base) {
+		t.Fatalf("IsPermanent %v, Is %v", IsPermanent(err), errors.Is(err, base))
+	}
+	if IsPermanent(base) || Permanent(nil) != nil {
+		t.Fatal("plain errors are not permanent; Permanent(nil) is nil")
+	}
+	if err.Error() != "booking job 7: bad address" {
+		t.Fatalf("text %q", err)
+	}
+}

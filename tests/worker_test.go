@@ -1,0 +1,465 @@
+package tests
+
+// pkg/worker against one broker: competing workers each run every job
+// once, a failed job comes back with delivery count 2, a job longer than
+// its lock keeps it by renewal, a permanent failure is rejected with its
+// error text (BerthAnnotateShareRecords), and a worker that shuts down
+// releases what it has not finished. Share-partitions start at the high
+// watermark (group configs are not settable yet), so each test first
+// runs a warm-up record through its workers.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/pkg/berthmsg"
+	"github.com/berthmq/berth/pkg/worker"
+)
+
+// jobLog records what the workers of a test did.
+type jobLog struct {
+	mu      sync.Mutex
+	seen    map[string][]string // job key → the workers that ran it, in order
+	results []worker.Result
+	warm    bool
+}
+
+func newJobLog() *jobLog { return &jobLog{seen: map[string][]string{}} }
+
+func (l *jobLog) ran(name string, r *kgo.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if string(r.Key) == "warm" {
+		l.warm = true
+		return
+	}
+	l.seen[string(r.Key)] = append(l.seen[string(r.Key)], name)
+}
+
+func (l *jobLog) done(res worker.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if string(res.Record.Key) != "warm" {
+		l.results = append(l.results, res)
+	}
+}
+
+func (l *jobLog) runs(key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen[key]...)
+}
+
+func (l *jobLog) resultsFor(key string) []worker.Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []worker.Result
+	for _, r := range l.results {
+		if string(r.Record.Key) == key {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startWorker runs a worker until the test ends (or stop is called) and
+// checks that Run returns nil.
+func startWorker(t *testing.T, addr, group, topic, name string, l *jobLog, o worker.Options, h worker.Handler) (stop func()) {
+	t.Helper()
+	o.Group, o.Topics = group, []string{topic}
+	o.Logger = slog.New(slog.NewTextHandler(tWriter{t}, nil)).With("worker", name)
+	o.OnDone = l.done
+	w, err := worker.New(func(ctx context.Context, r *kgo.Record) error {
+		l.ran(name, r)
+		if string(r.Key) == "warm" {
+			return nil
+		}
+		return h(ctx, r)
+	}, o, kgo.SeedBrokers(addr), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Errorf("worker %s: Run: %v", name, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("worker %s: Run did not return 30 s after cancel", name)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// warmWorkers produces warm-up records until a worker has run one: the
+// share-partition exists from then on and later records are delivered.
+func warmWorkers(t *testing.T, prod *kgo.Client, topic string, l *jobLog) {
+	t.Helper()
+	tc.Eventually(t, 60*time.Second, func() error {
+		produceSync(t, prod, &kgo.Record{Topic: topic, Key: []byte("warm")})
+		deadline := time.Now().Add(time.Second)
+		for time.Now().Before(deadline) {
+			l.mu.Lock()
+			warm := l.warm
+			l.mu.Unlock()
+			if warm {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return errors.New("no warm-up record run yet")
+	})
+}
+
+func TestWorkerEachJobOnce(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	l := newJobLog()
+	var mu sync.Mutex
+	inFlight, maxInFlight := 0, 0
+	h := func(ctx context.Context, r *kgo.Record) error {
+		mu.Lock()
+		inFlight++
+		maxInFlight = max(maxInFlight, inFlight)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond) // the job's work
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return nil
+	}
+	for i := range 3 {
+		startWorker(t, n.Addr(), "workers", "jobs", "w"+strconv.Itoa(i), l, worker.Options{Concurrency: 4}, h)
+	}
+	warmWorkers(t, prod, "jobs", l)
+
+	const jobs = 300
+	var recs []*kgo.Record
+	for i := range jobs {
+		recs = append(recs, &kgo.Record{Topic: "jobs", Key: []byte("job-" + strconv.Itoa(i))})
+	}
+	produceSync(t, prod, recs...)
+	tc.Eventually(t, 60*time.Second, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.seen) < jobs {
+			return fmt.Errorf("%d of %d jobs run", len(l.seen), jobs)
+		}
+		return nil
+	})
+	// A sentinel produced after the jobs and run means the workers have
+	// polled past every job; none may have run twice.
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("end")})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if len(l.resultsFor("end")) == 0 {
+			return errors.New("sentinel not run yet")
+		}
+		return nil
+	})
+	by := map[string]int{}
+	for i := range jobs {
+		runs := l.runs("job-" + strconv.Itoa(i))
+		if len(runs) != 1 {
+			t.Errorf("job-%d ran %d times (%v)", i, len(runs), runs)
+			continue
+		}
+		by[runs[0]]++
+		if res := l.resultsFor("job-" + strconv.Itoa(i)); len(res) != 1 || res[0].Outcome != worker.Accepted {
+			t.Errorf("job-%d results %+v", i, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxInFlight > 3*4 {
+		t.Errorf("%d jobs ran at once, more than 3 workers × 4", maxInFlight)
+	}
+	t.Logf("jobs per worker %v, at most %d at once", by, maxInFlight)
+}
+
+func TestWorkerErrorRedelivers(t *testing.T) {
+	n := tc.Start(t,
+		tc.With("group.share.retry.backoff.initial.ms", "300"),
+		tc.With("group.share.retry.backoff.max.ms", "300"))
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	l := newJobLog()
+	startWorker(t, n.Addr(), "workers", "jobs", "w", l, worker.Options{Concurrency: 2}, func(ctx context.Context, r *kgo.Record) error {
+		if r.DeliveryCount() == 1 {
+			return errors.New("carrier API timed out")
+		}
+		return nil
+	})
+	warmWorkers(t, prod, "jobs", l)
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("flaky")})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if res := l.resultsFor("flaky"); len(res) < 2 {
+			return fmt.Errorf("%d results", len(res))
+		}
+		return nil
+	})
+	res := l.resultsFor("flaky")
+	if len(res) != 2 || res[0].Outcome != worker.Released || res[1].Outcome != worker.Accepted {
+		t.Fatalf("results %+v", res)
+	}
+	if d := res[1].Record.DeliveryCount(); d != 2 {
+		t.Fatalf("second delivery count %d, want 2", d)
+	}
+	if res[0].AnnotateErr != nil {
+		t.Errorf("the release's error text was not taken: %v", res[0].AnnotateErr)
+	}
+}
+
+func TestWorkerRenewKeepsLongJob(t *testing.T) {
+	n := tc.Start(t, tc.With("group.share.record.lock.duration.ms", "1000"),
+		tc.With("group.share.retry.backoff.initial.ms", "100"),
+		tc.With("group.share.retry.backoff.max.ms", "100"))
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	l := newJobLog()
+	long := func(ctx context.Context, r *kgo.Record) error {
+		if string(r.Key) != "long" {
+			return nil
+		}
+		select { // the job's work: 3.5 locks long
+		case <-time.After(3500 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	startWorker(t, n.Addr(), "workers", "jobs", "a", l, worker.Options{Concurrency: 2}, long)
+	startWorker(t, n.Addr(), "workers", "jobs", "b", l, worker.Options{Concurrency: 2}, long)
+	warmWorkers(t, prod, "jobs", l)
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("long")})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if len(l.resultsFor("long")) == 0 {
+			return errors.New("long job not done yet")
+		}
+		return nil
+	})
+	// More jobs go through the other worker meanwhile and after; the
+	// long one is never run again.
+	for i := range 20 {
+		produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("short-" + strconv.Itoa(i))})
+	}
+	tc.Eventually(t, 30*time.Second, func() error {
+		for i := range 20 {
+			if len(l.runs("short-"+strconv.Itoa(i))) == 0 {
+				return fmt.Errorf("short-%d not run yet", i)
+			}
+		}
+		return nil
+	})
+	res := l.resultsFor("long")
+	if runs := l.runs("long"); len(runs) != 1 || len(res) != 1 || res[0].Outcome != worker.Accepted || res[0].Record.DeliveryCount() != 1 {
+		t.Fatalf("long job: runs %v, results %+v", runs, res)
+	}
+	if res[0].Took < 3*time.Second {
+		t.Fatalf("long job took %v", res[0].Took)
+	}
+}
+
+// The broker side of the error-text channel, with a raw request: only
+// the member holding a record may annotate it.
+func TestWorkerAnnotateRequest(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	cons := shareConsumer(t, n.Addr(), "workers", "jobs")
+	warmShare(t, prod, cons, "jobs")
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("job")})
+	var rec *kgo.Record
+	tc.Eventually(t, 30*time.Second, func() error {
+		for _, r := range pollFor(t, cons, time.Second) {
+			if string(r.Key) == "job" {
+				rec = r
+			}
+		}
+		if rec == nil {
+			return errors.New("job not fetched yet")
+		}
+		return nil
+	})
+	ctx := ctxT(t, 30*time.Second)
+	g, err := describeShare(ctx, tc.Client(t, n.Addr()), "workers")
+	if err != nil || len(g.Members) != 1 {
+		t.Fatalf("describe: %v, %+v", err, g.Members)
+	}
+	member := g.Members[0].MemberID
+	td, err := tc.Admin(t, n.Addr()).ListTopics(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := tc.Client(t, n.Addr(), kgo.MaxVersions(berthmsg.WithVersions(nil)))
+	annotate := func(member string, offset int64) (int16, int16) {
+		t.Helper()
+		req := berthmsg.NewAnnotateShareRecordsRequest()
+		req.GroupID, req.MemberID = "workers", member
+		req.Topics = []berthmsg.AnnotateShareRecordsTopic{{TopicID: td["jobs"].ID, Partitions: []berthmsg.AnnotateShareRecordsPartition{
+			{Partition: 0, FirstOffset: offset, LastOffset: offset, ErrorText: "bad address"},
+		}}}
+		kresp, err := raw.Broker(int(td["jobs"].Partitions[0].Leader)).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("BerthAnnotateShareRecords: %v", err)
+		}
+		resp := kresp.(*berthmsg.AnnotateShareRecordsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return resp.ErrorCode, -1
+		}
+		return resp.ErrorCode, resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if top, part := annotate(member, rec.Offset); top != 0 || part != 0 {
+		t.Fatalf("the holder's annotation: errors %d, %d", top, part)
+	}
+	if top, _ := annotate("not-a-member", rec.Offset); top != kerr.UnknownMemberID.Code {
+		t.Fatalf("a stranger's annotation: error %d, want UNKNOWN_MEMBER_ID", top)
+	}
+	if _, part := annotate(member, rec.Offset+100); part != kerr.InvalidRecordState.Code {
+		t.Fatalf("annotating a record not held: error %d, want INVALID_RECORD_STATE", part)
+	}
+	rec.Ack(kgo.AckReject)
+	if err := cons.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A finished record (below the share-partition start offset) is
+	// ignored, as ShareAcknowledge ignores it.
+	if top, part := annotate(member, rec.Offset); top != 0 || part != 0 {
+		t.Fatalf("annotating a finished record: errors %d, %d", top, part)
+	}
+}
+
+func TestWorkerPermanentRejects(t *testing.T) {
+	n := tc.Start(t,
+		tc.With("group.share.retry.backoff.initial.ms", "100"),
+		tc.With("group.share.retry.backoff.max.ms", "100"))
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	l := newJobLog()
+	startWorker(t, n.Addr(), "workers", "jobs", "w", l, worker.Options{Concurrency: 2}, func(ctx context.Context, r *kgo.Record) error {
+		if string(r.Key) == "bad" {
+			return fmt.Errorf("booking %s: %w", r.Key, worker.Permanent(errors.New("bad address: no such street")))
+		}
+		return nil
+	})
+	warmWorkers(t, prod, "jobs", l)
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("bad")}, &kgo.Record{Topic: "jobs", Key: []byte("after")})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if len(l.resultsFor("bad")) == 0 || len(l.resultsFor("after")) == 0 {
+			return errors.New("jobs not done yet")
+		}
+		return nil
+	})
+	// A sentinel run after a backoff's worth: a rejected job never comes back.
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("end")})
+	tc.Eventually(t, 30*time.Second, func() error {
+		if len(l.resultsFor("end")) == 0 {
+			return errors.New("sentinel not run yet")
+		}
+		return nil
+	})
+	res := l.resultsFor("bad")
+	if len(res) != 1 || res[0].Outcome != worker.Rejected || !worker.IsPermanent(res[0].Err) {
+		t.Fatalf("results %+v", res)
+	}
+	if res[0].AnnotateErr != nil {
+		t.Fatalf("the error text was not taken: %v", res[0].AnnotateErr)
+	}
+
+	// The DLQ record's header: needs the group's dead-letter topic
+	// (errors.deadletterqueue.topic.name) and the DLQ writer.
+	ctx := ctxT(t, 10*time.Second)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceType(16), "workers" // GROUP
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "errors.deadletterqueue.topic.name", kmsg.StringPtr("dlq.jobs")
+	rr.Configs = append(rr.Configs, c)
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, tc.Client(t, n.Addr()))
+	if err == nil {
+		for _, r := range resp.Resources {
+			err = errors.Join(err, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if err != nil {
+		t.Skipf("the annotated reject is checked, the DLQ header __dlq.errors.berth.client.error is not: "+
+			"setting the share group config errors.deadletterqueue.topic.name fails (%v); group configs and the DLQ writer (internal/app dlqWriter) have not landed", err)
+	}
+	t.Skip("group configs are settable now: extend this test to produce a rejected job and read __dlq.errors.berth.client.error from dlq.jobs")
+}
+
+func TestWorkerShutdownReleases(t *testing.T) {
+	n := tc.Start(t,
+		tc.With("group.share.retry.backoff.initial.ms", "100"),
+		tc.With("group.share.retry.backoff.max.ms", "100"))
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	prod := tc.Client(t, n.Addr())
+	l := newJobLog()
+	started := make(chan struct{}, 1)
+	stopA := startWorker(t, n.Addr(), "workers", "jobs", "a", l, worker.Options{Concurrency: 2, ShutdownGrace: 300 * time.Millisecond},
+		func(ctx context.Context, r *kgo.Record) error {
+			if string(r.Key) == "stuck" {
+				started <- struct{}{}
+				<-ctx.Done() // never finishes on its own
+				return ctx.Err()
+			}
+			return nil
+		})
+	warmWorkers(t, prod, "jobs", l)
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("stuck")})
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker a did not start the job")
+	}
+	startWorker(t, n.Addr(), "workers", "jobs", "b", l, worker.Options{}, func(ctx context.Context, r *kgo.Record) error { return nil })
+	stopped := time.Now()
+	stopA()
+	tc.Eventually(t, 20*time.Second, func() error { // well inside the 30 s lock
+		if runs := l.runs("stuck"); len(runs) < 2 {
+			return fmt.Errorf("runs %v", runs)
+		}
+		return nil
+	})
+	t.Logf("worker b had the job %v after a's shutdown began", time.Since(stopped))
+	res := l.resultsFor("stuck")
+	if runs := l.runs("stuck"); runs[0] != "a" || runs[1] != "b" {
+		t.Fatalf("runs %v", runs)
+	}
+	if len(res) < 2 || res[0].Outcome != worker.Abandoned {
+		t.Fatalf("results %+v", res)
+	}
+	tc.Eventually(t, 10*time.Second, func() error {
+		for _, r := range l.resultsFor("stuck") {
+			if r.Outcome == worker.Accepted && r.Record.DeliveryCount() == 2 {
+				return nil
+			}
+		}
+		return errors.New("worker b has not accepted the job at delivery count 2")
+	})
+}
