@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
@@ -285,4 +287,76 @@ func TestShareDLQAutoCreateWithoutCopy(t *testing.T) {
 		"__dlq.errors.delivery.count": "1",
 		"__dlq.errors.berth.reason":   "rejected",
 	})
+}
+
+// On three brokers the DLQ topic's leader is another broker than the
+// source partition's: the source leader writes through its internal
+// client to that broker, acks=all over three replicas.
+func TestShareDLQThreeNodesOtherLeader(t *testing.T) {
+	c := tc.StartCluster(t, 3)
+	seeds := c.Addrs()
+	adm := tc.Admin(t, seeds[0])
+	ctx := ctxT(t, 120*time.Second)
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	var leader int32 = -1
+	tc.Eventually(t, 30*time.Second, func() error {
+		ps, err := adm.ListTopics(ctx, "jobs")
+		if err != nil {
+			return err
+		}
+		if leader = ps["jobs"].Partitions[0].Leader; leader < 0 {
+			return errors.New("no leader")
+		}
+		return nil
+	})
+	// The DLQ topic's preferred leader is the next broker.
+	other := leader%3 + 1
+	third := other%3 + 1
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "dlq.jobs", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{other, third, leader}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "errors.deadletterqueue.group.enable", kmsg.StringPtr("true")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	cl0 := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...))
+	resp, err := req.RequestWith(ctx, cl0)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("creating dlq.jobs: %v", err)
+	}
+
+	prod := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
+	setGroupConfigs(t, prod, "workers",
+		"errors.deadletterqueue.topic.name", "dlq.jobs",
+		"share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("j1"), Value: []byte("broken")})
+	cl := shareConsumer(t, seeds[0], "workers", "jobs", kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
+	job := receiveJob(t, cl, "broken")
+	job.Ack(kgo.AckReject)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	d := consumeN(t, seeds[0], "dlq.jobs", 1, kgo.SeedBrokers(seeds...))[0]
+	if string(d.Key) != "j1" || string(d.Value) != "broken" {
+		t.Errorf("DLQ record key %q value %q", d.Key, d.Value)
+	}
+	checkContext(t, headerMap(t, d), map[string]string{
+		"__dlq.errors.topic":        "jobs",
+		"__dlq.errors.offset":       strconv.FormatInt(job.Offset, 10),
+		"__dlq.errors.group":        "workers",
+		"__dlq.errors.berth.reason": "rejected",
+	})
+	if d.LeaderEpoch < 0 {
+		t.Errorf("DLQ record leader epoch %d", d.LeaderEpoch)
+	}
 }
