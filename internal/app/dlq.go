@@ -46,10 +46,10 @@ import (
 	"github.com/berthmq/berth/internal/sharepart"
 )
 
-// ErrDLQTopic: the dead-letter topic is missing or may not be used as one;
+// errDLQTopic: the dead-letter topic is missing or may not be used as one;
 // the write is retried (the records stay Archiving) until an operator
 // fixes it.
-var ErrDLQTopic = errors.New("dead-letter topic unusable")
+var errDLQTopic = errors.New("dead-letter topic unusable")
 
 // dlqReadBytes is how much of the source log one read takes.
 const dlqReadBytes = 1 << 20
@@ -71,13 +71,13 @@ func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return &dlqWr
 func (w *dlqWriter) Park(ctx context.Context, k sharepart.Key, topic, dlqTopic string, a share.DLQAction) error {
 	im := w.n.ctrl.Image()
 	g, _ := w.cfg.ShareGroup(im.GroupConfig(k.Group), im.BrokerConfigs)
-	if err := w.checkTopic(ctx, im, k.Group, dlqTopic); err != nil {
-		return err
-	}
 	if t := im.Topic(topic); t == nil || t.ID != k.TopicID {
 		w.n.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
 			"group", k.Group, "topic", topic, "partition", k.Partition, "first", a.First, "last", a.Last)
 		return nil
+	}
+	if err := w.checkTopic(ctx, im, k.Group, dlqTopic); err != nil {
+		return err
 	}
 	recs, err := w.sourceRecords(k, topic, dlqTopic, a, g.DLQCopyRecord)
 	if err != nil {
@@ -103,7 +103,7 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 	prefix, _ := w.cfg.ResolveBroker(share.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
 	if !strings.HasPrefix(dlqTopic, prefix) {
 		return fmt.Errorf("%w: %q of share group %q does not start with %q (%s); change the group config %s",
-			ErrDLQTopic, dlqTopic, group, prefix, share.BrokerDLQTopicNamePrefix, share.ConfigDLQTopicName)
+			errDLQTopic, dlqTopic, group, prefix, share.BrokerDLQTopicNamePrefix, share.ConfigDLQTopicName)
 	}
 	t := im.Topic(dlqTopic)
 	if t == nil {
@@ -111,7 +111,7 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 		if auto != "true" {
 			return fmt.Errorf("%w: %q (of share group %q) does not exist; create it with %s=true "+
 				"(berth topic create %s --config %s=true), or set the broker setting %s=true",
-				ErrDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable,
+				errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable,
 				share.BrokerDLQAutoCreateTopicsEnable)
 		}
 		return w.create(ctx, im, dlqTopic)
@@ -119,7 +119,7 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 	if v, _ := w.cfg.ResolveTopic(share.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs); v != "true" {
 		return fmt.Errorf("%w: %q (of share group %q) does not have %s=true, so it may not take dead-letter records (KIP-1191); "+
 			"set it (berth topic alter %s --config %s=true) or name another topic",
-			ErrDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable)
+			errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable)
 	}
 	return nil
 }

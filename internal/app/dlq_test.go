@@ -1,0 +1,64 @@
+package app
+
+import (
+	"net"
+	"testing"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/sharepart"
+)
+
+// A copied DLQ record keeps the source's key, value and headers, minus
+// __dlq.errors.* headers of an earlier parking except the redrive count,
+// then the context headers; without copying it has the context only.
+func TestDLQRecordHeaders(t *testing.T) {
+	src := batch.Record{Key: []byte("k"), Value: []byte("v"), Headers: []batch.RecordHeader{
+		{Key: "trace", Value: []byte("1")},
+		{Key: share.HeaderDLQTopic, Value: []byte("old")},
+		{Key: share.HeaderDLQReason, Value: []byte("old")},
+		{Key: share.HeaderDLQRedriveCount, Value: []byte("2")},
+	}}
+	k := sharepart.Key{Group: "g", Partition: 3}
+	a := share.DLQAction{First: 7, Last: 7, Reason: share.ReasonRejected, DeliveryCount: 1, ErrorText: "boom"}
+	r := dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, src, a, true)
+	if string(r.Key) != "k" || string(r.Value) != "v" || r.Topic != "dlq.jobs" || r.Timestamp.UnixMilli() != 1000 {
+		t.Fatalf("record %+v", r)
+	}
+	var keys []string
+	got := map[string]string{}
+	for _, h := range r.Headers {
+		keys = append(keys, h.Key)
+		if _, dup := got[h.Key]; dup {
+			t.Fatalf("header %s twice: %v", h.Key, keys)
+		}
+		got[h.Key] = string(h.Value)
+	}
+	if keys[0] != "trace" || keys[1] != share.HeaderDLQRedriveCount {
+		t.Fatalf("source headers not first: %v", keys)
+	}
+	for h, v := range map[string]string{share.HeaderDLQTopic: "jobs", share.HeaderDLQPartition: "3", share.HeaderDLQOffset: "7",
+		share.HeaderDLQReason: "rejected", share.HeaderDLQRedriveCount: "2", share.HeaderDLQClientError: "boom",
+		share.HeaderDLQTimestamp: "1000"} {
+		if got[h] != v {
+			t.Errorf("%s = %q, want %q", h, got[h], v)
+		}
+	}
+
+	r = dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, src, a, false)
+	if r.Key != nil || r.Value != nil || r.Headers[0].Key != share.HeaderDLQTopic {
+		t.Fatalf("without copy: %+v", r)
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for in, want := range map[string]string{"0.0.0.0:9092": "127.0.0.1:9092", "[::]:9092": "[::1]:9092", "10.1.2.3:9092": "10.1.2.3:9092"} {
+		a, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loopback(a); got != want {
+			t.Errorf("loopback(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
