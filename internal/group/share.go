@@ -311,3 +311,20 @@ func (c *Coordinator) IsShareGroup(groupID string) (ok, known bool) {
 	defer g.mu.Unlock()
 	return g.isShare(), true
 }
+
+// ShareGroupMembers reports the number of members of the share group
+// groupID, for AlterShareGroupOffsets and DeleteShareGroupOffsets (which
+// need an empty group). ok is false when groupID is not a share group;
+// code is NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS when this
+// coordinator cannot tell.
+func (c *Coordinator) ShareGroupMembers(groupID string) (n int, ok bool, code int16) {
+	g, code := c.acquire(groupID, false)
+	if code != 0 || g == nil {
+		return 0, false, code
+	}
+	defer g.mu.Unlock()
+	if !g.isShare() {
+		return 0, false, 0
+	}
+	return g.sh.sg.Len(), true, 0
+}

@@ -16,6 +16,50 @@ import (
 	"github.com/berthmq/berth/internal/share"
 )
 
+// StateAdmin is the store's side for AlterShareGroupOffsets and
+// DeleteShareGroupOffsets (sharestate.Client implements it).
+type StateAdmin interface {
+	// Initialize restarts k's state at start, with a new state epoch that
+	// fences the writes of whoever loaded the old state.
+	Initialize(ctx context.Context, k Key, start int64) error
+	// Delete removes k's state.
+	Delete(ctx context.Context, k Key) error
+}
+
+// ErrNoStateAdmin: the registry's store cannot reset or delete state.
+var ErrNoStateAdmin = fmt.Errorf("%w: share-partition state cannot be reset here", ErrStateUnavailable)
+
+// ResetState restarts share-partition k at start (AlterShareGroupOffsets:
+// the group is empty); a local copy is dropped at once, another broker's
+// is fenced by the new state epoch and reloaded.
+func (r *Registry) ResetState(ctx context.Context, k Key, start int64) error {
+	return r.admin(k, func(a StateAdmin) error { return a.Initialize(ctx, k, start) })
+}
+
+// DeleteState removes share-partition k's state (DeleteShareGroupOffsets):
+// the next fetch starts at share.auto.offset.reset.
+func (r *Registry) DeleteState(ctx context.Context, k Key) error {
+	return r.admin(k, func(a StateAdmin) error { return a.Delete(ctx, k) })
+}
+
+func (r *Registry) admin(k Key, f func(StateAdmin) error) error {
+	a, ok := r.cfg.Store.(StateAdmin)
+	if !ok {
+		return ErrNoStateAdmin
+	}
+	if err := f(a); err != nil {
+		return err
+	}
+	if e := r.get(k); e != nil {
+		e.mu.Lock()
+		if e.p != nil {
+			e.unload()
+		}
+		e.mu.Unlock()
+	}
+	return nil
+}
+
 // ensure loads the share-partition if it is not loaded under the
 // partition's current leader epoch (e.mu held): from the store, or, when
 // the store has nothing, fresh at share.auto.offset.reset, written to the
@@ -34,10 +78,17 @@ func (e *entry) ensure(part *replica.Partition, now time.Time) error {
 	gs := e.r.settings(e.key.Group)
 	cfg := gs.Partition
 	cfg.DeadLetter = gs.DLQTopic != ""
-	var p *share.SharePartition
+	var (
+		p    *share.SharePartition
+		snap share.Snapshot // with no state: its state epoch
+	)
 	if st := e.r.cfg.Store; st != nil {
 		ctx, cancel := context.WithTimeout(e.r.ctx, storeTimeout)
-		snap, ok, err := st.Read(ctx, e.key, ep)
+		var (
+			ok  bool
+			err error
+		)
+		snap, ok, err = st.Read(ctx, e.key, ep)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%w: reading the state of %s: %v", ErrStateUnavailable, e, err)
@@ -54,13 +105,15 @@ func (e *entry) ensure(part *replica.Partition, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		p = share.NewPartition(cfg, start, nil)
+		if p, err = share.LoadPartition(cfg, share.Snapshot{StartOffset: start, StateEpoch: snap.StateEpoch}, nil); err != nil {
+			return err
+		}
 	}
 	p.SetLeaderEpoch(ep)
 	e.p, e.epoch, e.dlqTopic = p, ep, gs.DLQTopic
 	e.gen++
 	if fresh {
-		if err := e.persist(share.Update{LeaderEpoch: ep, StartOffset: p.StartOffset()}); err != nil {
+		if err := e.persist(share.Update{LeaderEpoch: ep, StateEpoch: p.StateEpoch(), StartOffset: p.StartOffset()}); err != nil {
 			return err
 		}
 		e.r.log.Info("share-partition initialized", "share_partition", e.String(), "start_offset", p.StartOffset(),

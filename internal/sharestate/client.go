@@ -60,6 +60,19 @@ func (c *Client) Write(ctx context.Context, k Key, u share.Update) error {
 		func(conn *peer.Conn) error { return remoteWrite(ctx, conn, k, u) })
 }
 
+// Initialize implements sharepart.StateAdmin: k's state restarts at
+// start with a new state epoch.
+func (c *Client) Initialize(ctx context.Context, k Key, start int64) error {
+	return c.retry(ctx, k, func() error { return c.Local.Initialize(k, start) },
+		func(conn *peer.Conn) error { return remoteInitialize(ctx, conn, k, start) })
+}
+
+// Delete implements sharepart.StateAdmin: k's state is removed.
+func (c *Client) Delete(ctx context.Context, k Key) error {
+	return c.retry(ctx, k, func() error { return c.Local.Delete(k) },
+		func(conn *peer.Conn) error { return remoteDelete(ctx, conn, k) })
+}
+
 // retry runs local or remote at k's coordinator until it succeeds, fails
 // for good or ctx ends.
 func (c *Client) retry(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {
@@ -164,7 +177,7 @@ func remoteRead(ctx context.Context, conn *peer.Conn, k Key, leaderEpoch int32) 
 		return share.Snapshot{}, false, err
 	}
 	if rp.StartOffset < 0 {
-		return share.Snapshot{}, false, nil
+		return share.Snapshot{StateEpoch: rp.StateEpoch}, false, nil
 	}
 	return ReadResponseSnapshot(rp), true, nil
 }
@@ -183,6 +196,46 @@ func remoteWrite(ctx context.Context, conn *peer.Conn, k Key, u share.Update) er
 	resp := raw.(*kmsg.WriteShareGroupStateResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return fmt.Errorf("%w: WriteShareGroupState response without the partition", kerr.UnknownServerError)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+func remoteInitialize(ctx context.Context, conn *peer.Conn, k Key, start int64) error {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = k.Group
+	t := kmsg.NewInitializeShareGroupStateRequestTopic()
+	t.TopicID = k.TopicID
+	p := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	p.Partition, p.StartOffset = k.Partition, start
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.InitializeShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: InitializeShareGroupState response without the partition", kerr.UnknownServerError)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+func remoteDelete(ctx context.Context, conn *peer.Conn, k Key) error {
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = k.Group
+	t := kmsg.NewDeleteShareGroupStateRequestTopic()
+	t.TopicID = k.TopicID
+	p := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+	p.Partition = k.Partition
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.DeleteShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: DeleteShareGroupState response without the partition", kerr.UnknownServerError)
 	}
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }

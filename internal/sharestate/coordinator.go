@@ -212,7 +212,10 @@ func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, erro
 		return share.Snapshot{}, false, ErrFenced
 	}
 	st.fence = leaderEpoch
-	return st.snap, st.exists, nil
+	if !st.exists {
+		return share.Snapshot{StateEpoch: st.snap.StateEpoch}, false, nil
+	}
+	return st.snap, true, nil
 }
 
 // Write applies u to k's state and makes the result durable before

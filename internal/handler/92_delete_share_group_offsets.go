@@ -1,0 +1,54 @@
+package handler
+
+// DeleteShareGroupOffsets (key 92), version 0 (KIP-932): forgets the
+// state of an empty share group on whole topics, as
+// kafka-share-groups.sh --delete-offsets does. Served by the group's
+// coordinator (NOT_COORDINATOR elsewhere); the group must be a share
+// group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP). Every
+// partition's state is deleted at its share coordinator; the group's
+// next fetch there starts at share.auto.offset.reset. Per topic:
+// UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/sharepart"
+)
+
+func init() { register(92, 0, 0, (*Broker).deleteShareGroupOffsets) }
+
+func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Request) (server.Reply, error) {
+	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if err := b.emptyShareGroup(r.GroupID); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
+		return now(resp), nil
+	}
+	im := b.image()
+	for _, t := range r.Topics {
+		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		mt := im.Topic(t.Topic)
+		var err error
+		if mt == nil {
+			err = fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, t.Topic)
+		} else {
+			rt.TopicID = mt.ID
+			for _, p := range mt.Partitions {
+				if err = b.Shares.DeleteState(ctx, sharepart.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Index}); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			rt.ErrorCode, rt.ErrorMessage = code(err), errMsg(err)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return now(resp), nil
+}
