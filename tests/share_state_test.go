@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
@@ -122,6 +124,28 @@ func TestShareStateSurvivesKill(t *testing.T) {
 	go cl.Close()
 	p.Restart()
 	prod = tc.Client(t, p.Addr())
+	// Before any consumer comes back, the restarted broker describes the
+	// persisted state: jobs 3-5 are still to do.
+	tc.Eventually(t, 30*time.Second, func() error {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Version = 1
+		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		g.GroupID = "workers"
+		g.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "jobs", Partitions: []int32{0}}}
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), prod)
+		if err != nil {
+			return err
+		}
+		sp := resp.Groups[0].Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+			return err
+		}
+		if sp.StartOffset < 0 || sp.Lag != 3 {
+			return fmt.Errorf("start offset %d, lag %d; want the state's start offset and lag 3", sp.StartOffset, sp.Lag)
+		}
+		return nil
+	})
 	cl2 := shareConsumer(t, p.Addr(), "workers", "jobs")
 	at := expectRedelivered(t, prod, cl2, "jobs")
 	// Job 3's 3 s backoff (±20%) was persisted with it.

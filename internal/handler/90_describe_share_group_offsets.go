@@ -6,8 +6,10 @@ package handler
 // that are not yet acknowledged or archived.
 //
 // Kafka's share coordinator answers from __share_group_state for every
-// partition. Berth keeps share-partition state in memory on the partition
-// leader, so this broker answers for the partitions it leads: a partition
+// partition. Berth answers at the partition leader, which holds the
+// share-partition's live state (locks, counts) in memory and reads the
+// persisted state from the share coordinator when it has not loaded the
+// share-partition (after a restart, before the first fetch): a partition
 // with no state yet (no ShareFetch of the group there) has StartOffset -1,
 // as Kafka answers for an uninitialized share-partition; a partition led
 // by another broker answers NOT_LEADER_OR_FOLLOWER (send the request to
@@ -104,16 +106,16 @@ func setShareStatsTags(sp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicParti
 
 func init() { register(90, 0, 1, (*Broker).describeShareGroupOffsets) }
 
-func (b *Broker) describeShareGroupOffsets(_ context.Context, req *server.Request) (server.Reply, error) {
+func (b *Broker) describeShareGroupOffsets(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	for _, rg := range r.Groups {
-		resp.Groups = append(resp.Groups, b.describeShareOffsets(rg))
+		resp.Groups = append(resp.Groups, b.describeShareOffsets(ctx, rg))
 	}
 	return now(resp), nil
 }
 
-func (b *Broker) describeShareOffsets(rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
+func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
 	g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 	g.GroupID = rg.GroupID
 	fail := func(err error) kmsg.DescribeShareGroupOffsetsResponseGroup {
@@ -161,7 +163,8 @@ func (b *Broker) describeShareOffsets(rg kmsg.DescribeShareGroupOffsetsRequestGr
 				p, perr := b.partition(mt, part)
 				if err = perr; err == nil {
 					sp.LeaderEpoch = p.LeaderEpoch()
-					if st, ok := b.Shares.Stats(sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}); ok {
+					st, ok, perr := b.Shares.Peek(ctx, sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part})
+					if err = perr; ok {
 						sp.StartOffset = st.StartOffset
 						sp.Lag = max(p.HighWatermark()-st.StartOffset-st.Acknowledged-st.Archiving-st.Archived, 0)
 						setShareStatsTags(&sp, st, p.HighWatermark(), time.Now())

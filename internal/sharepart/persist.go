@@ -60,6 +60,27 @@ func (r *Registry) admin(k Key, f func(StateAdmin) error) error {
 	return nil
 }
 
+// Peek returns share-partition k's stats: from memory when this broker has
+// loaded it, else from the store without loading it or fencing anyone
+// (ok false: no state anywhere).
+func (r *Registry) Peek(ctx context.Context, k Key) (share.PartitionStats, bool, error) {
+	if st, ok := r.Stats(k); ok || r.cfg.Store == nil {
+		return st, ok, nil
+	}
+	snap, ok, err := r.cfg.Store.Read(ctx, k, -1)
+	if err != nil {
+		return share.PartitionStats{}, false, fmt.Errorf("%w: reading the state of %s/%d: %v", ErrStateUnavailable, k.Group, k.Partition, err)
+	}
+	if !ok {
+		return share.PartitionStats{}, false, nil
+	}
+	p, err := share.LoadPartition(r.settings(k.Group).Partition, snap, nil)
+	if err != nil {
+		return share.PartitionStats{}, false, err
+	}
+	return p.Stats(r.cfg.Now()), true, nil
+}
+
 // ensure loads the share-partition if it is not loaded under the
 // partition's current leader epoch (e.mu held): from the store, or, when
 // the store has nothing, fresh at share.auto.offset.reset, written to the

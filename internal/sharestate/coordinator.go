@@ -200,7 +200,8 @@ func (c *Coordinator) get(k Key, create bool) (*state, error) {
 }
 
 // Read returns k's state (ok false: none), fencing writes from leader
-// epochs older than leaderEpoch.
+// epochs older than leaderEpoch (none when leaderEpoch is negative: a
+// reader that will not write).
 func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
 	st, err := c.get(k, true)
 	if err != nil {
@@ -208,10 +209,13 @@ func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, erro
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if leaderEpoch < st.fence {
+	switch {
+	case leaderEpoch < 0: // a look (DescribeShareGroupOffsets): no fencing
+	case leaderEpoch < st.fence:
 		return share.Snapshot{}, false, ErrFenced
+	default:
+		st.fence = leaderEpoch
 	}
-	st.fence = leaderEpoch
 	if !st.exists {
 		return share.Snapshot{StateEpoch: st.snap.StateEpoch}, false, nil
 	}
