@@ -51,18 +51,21 @@ type parkedJob struct {
 	srcTopic      string
 	srcPartition  int32
 	srcOffset     int64
-	srcTimestamp  int64
+	at            time.Time // the source record's timestamp, which the DLQ record keeps; zero: now
 	group, reason string
 	deliveries    int
 	redrives      int // 0: no redrive-count header
 	clientError   string
-	parkedAt      time.Time // zero: now
 }
 
 // record builds the DLQ record as Berth's writer does: the source
 // record's key, value and headers, then the context headers.
 func (j parkedJob) record(dlq string, partition int32) *kgo.Record {
-	r := &kgo.Record{Topic: dlq, Partition: partition, Key: []byte(j.key), Value: []byte(j.value), Timestamp: j.parkedAt}
+	at := j.at
+	if at.IsZero() {
+		at = time.Now()
+	}
+	r := &kgo.Record{Topic: dlq, Partition: partition, Key: []byte(j.key), Value: []byte(j.value), Timestamp: at}
 	for k, v := range j.headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
@@ -81,7 +84,7 @@ func (j parkedJob) record(dlq string, partition int32) *kgo.Record {
 		{share.HeaderDLQDeliveryCount, strconv.Itoa(j.deliveries)},
 		{share.HeaderDLQMessage, message},
 		{share.HeaderDLQReason, j.reason},
-		{share.HeaderDLQTimestamp, strconv.FormatInt(j.srcTimestamp, 10)},
+		{share.HeaderDLQTimestamp, strconv.FormatInt(at.UnixMilli(), 10)},
 	} {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 	}
@@ -109,7 +112,7 @@ func numberedJobs(src string, from, n int, reason string) []parkedJob {
 	for i := from; i < from+n; i++ {
 		jobs = append(jobs, parkedJob{
 			key: "k" + strconv.Itoa(i), value: "v" + strconv.Itoa(i), headers: map[string]string{"trace": "t" + strconv.Itoa(i)},
-			srcTopic: src, srcOffset: int64(i), srcTimestamp: 1_700_000_000_000 + int64(i), group: "workers",
+			srcTopic: src, srcOffset: int64(i), group: "workers",
 			reason: reason, deliveries: 5,
 		})
 	}
@@ -169,7 +172,7 @@ type redriveJSON struct {
 type dlqJobJSON struct {
 	Partition       int32             `json:"partition"`
 	Offset          int64             `json:"offset"`
-	ParkedTimestamp int64             `json:"parked_timestamp"`
+	Timestamp       int64             `json:"timestamp"`
 	AgeMs           int64             `json:"age_ms"`
 	SourceTopic     string            `json:"source_topic"`
 	SourcePartition int32             `json:"source_partition"`
@@ -186,20 +189,21 @@ type dlqJobJSON struct {
 	Headers         map[string]string `json:"headers"`
 }
 
-// inspect shows every context header, filters by reason and parked time,
+// inspect shows every context header, filters by reason and job time,
 // and list finds the DLQ topic with its depth and oldest age.
 func TestDLQCLIInspectAndList(t *testing.T) {
 	addr, cl := startDLQBroker(t, 2)
 	stack := "shipment 42: carrier API said 422\ngoroutine 7 [running]:\nmain.ship(...)"
 	old := time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)
+	recent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	parkJobs(t, cl, "dlq.jobs", 0, parkedJob{
 		key: "order-42", value: `{"id":42}`, headers: map[string]string{"trace": "abc"},
-		srcTopic: "jobs", srcPartition: 0, srcOffset: 17, srcTimestamp: 1_795_000_000_123,
+		srcTopic: "jobs", srcPartition: 0, srcOffset: 17, at: recent,
 		group: "workers", reason: "rejected", deliveries: 2, redrives: 1, clientError: stack,
 	})
 	parkJobs(t, cl, "dlq.jobs", 1, parkedJob{
-		key: "order-7", value: "x", srcTopic: "jobs", srcOffset: 3, srcTimestamp: 1, group: "workers",
-		reason: "delivery limit reached", deliveries: 5, parkedAt: old,
+		key: "order-7", value: "x", srcTopic: "jobs", srcOffset: 3, group: "workers",
+		reason: "delivery limit reached", deliveries: 5, at: old,
 	})
 
 	var jobs []dlqJobJSON
@@ -207,13 +211,14 @@ func TestDLQCLIInspectAndList(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatalf("inspect: %d jobs, want 2: %+v", len(jobs), jobs)
 	}
-	// Oldest parked first.
-	lim, rej := jobs[0], jobs[1]
-	if lim.Reason != "delivery limit reached" || lim.ParkedTimestamp != old.UnixMilli() || lim.AgeMs < (3*time.Hour).Milliseconds() || lim.Partition != 1 {
+	// Partition by partition, in parking order.
+	rej, lim := jobs[0], jobs[1]
+	if lim.Reason != "delivery limit reached" || lim.Timestamp != old.UnixMilli() || lim.SourceTimestamp != old.UnixMilli() ||
+		lim.AgeMs < (3*time.Hour).Milliseconds() || lim.Partition != 1 {
 		t.Errorf("delivery-limit job: %+v", lim)
 	}
 	if rej.Partition != 0 || rej.Offset != 0 || rej.SourceTopic != "jobs" || rej.SourcePartition != 0 || rej.SourceOffset != 17 ||
-		rej.SourceTimestamp != 1_795_000_000_123 || rej.Group != "workers" || rej.Reason != "rejected" ||
+		rej.SourceTimestamp != recent.UnixMilli() || rej.AgeMs < time.Minute.Milliseconds() || rej.Group != "workers" || rej.Reason != "rejected" ||
 		rej.Message != "Offset rejected by client." || rej.DeliveryCount != 2 || rej.RedriveCount != 1 || rej.ClientError != stack ||
 		rej.Key == nil || *rej.Key != "order-42" || rej.Value == nil || *rej.Value != `{"id":42}` ||
 		len(rej.Headers) != 1 || rej.Headers["trace"] != "abc" {
@@ -441,7 +446,7 @@ func TestDLQCLIPurge(t *testing.T) {
 	addr, cl := startDLQBroker(t, 1)
 	jobs := numberedJobs("jobs", 0, 3, "rejected")
 	old := time.Now().Add(-3 * time.Hour)
-	jobs[0].parkedAt, jobs[1].parkedAt = old, old
+	jobs[0].at, jobs[1].at = old, old
 	jobs[1].redrives = 3 // refused by the loop guard
 	parkJobs(t, cl, "dlq.jobs", 0, jobs...)
 	var res redriveJSON
@@ -497,5 +502,102 @@ func TestDLQCLIPurge(t *testing.T) {
 	}
 	if out, _, err := berthCLI(ctx, "", "dlq", "purge", "dlq.jobs", "--yes", "-b", addr); err != nil || !strings.Contains(out, "Nothing to purge") {
 		t.Errorf("purge of an empty DLQ (%v): %s", err, out)
+	}
+}
+
+// End to end with the broker's dead-letter writer: a worker rejects
+// jobs, they are parked with their context; `queue describe` shows the
+// DLQ depth, `dlq redrive` puts them back, the worker gets them again
+// with redrive count 1 and rejects them again, and the loop guard then
+// refuses them.
+func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
+	addr := tc.Start(t).Addr()
+	tc.CreateTopic(t, addr, "shipments", 1, nil)
+	tc.CreateTopic(t, addr, "dlq.shipments", 1, dlqTopicConfigs())
+	prod := tc.Client(t, addr)
+	setGroupConfigs(t, prod, "packers",
+		share.ConfigDLQTopicName, "dlq.shipments",
+		share.ConfigAutoOffsetReset, "earliest")
+	const n = 3
+	for i := range n {
+		produceSync(t, prod, &kgo.Record{Topic: "shipments", Key: []byte("ship-" + strconv.Itoa(i)), Value: []byte("parcel " + strconv.Itoa(i)),
+			Headers: []kgo.RecordHeader{{Key: "tenant", Value: []byte("acme")}}})
+	}
+	worker := shareConsumer(t, addr, "packers", "shipments")
+	dlqEnd := func() int64 {
+		ends, err := tc.Admin(t, addr).ListEndOffsets(ctxT(t, 10*time.Second), "dlq.shipments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := ends.Lookup("dlq.shipments", 0)
+		return o.Offset
+	}
+	// rejectAll has the worker reject every job it gets until the DLQ
+	// holds want records; it returns the jobs it got.
+	rejectAll := func(want int64) []*kgo.Record {
+		t.Helper()
+		var got []*kgo.Record
+		tc.Eventually(t, 60*time.Second, func() error {
+			recs := pollFor(t, worker, 500*time.Millisecond)
+			for _, r := range recs {
+				r.Ack(kgo.AckReject)
+			}
+			got = append(got, recs...)
+			if len(recs) > 0 {
+				flushAcks(t, worker)
+			}
+			if e := dlqEnd(); e < want {
+				return fmt.Errorf("%d records in the DLQ, want %d", e, want)
+			}
+			return nil
+		})
+		return got
+	}
+	rejectAll(n)
+
+	var jobs []dlqJobJSON
+	berthJSON(t, &jobs, "dlq", "inspect", "dlq.shipments", "-b", addr)
+	if len(jobs) != n {
+		t.Fatalf("inspect: %+v", jobs)
+	}
+	for i, j := range jobs {
+		if j.SourceTopic != "shipments" || j.SourceOffset != int64(i) || j.Group != "packers" || j.Reason != "rejected" ||
+			j.DeliveryCount != 1 || j.RedriveCount != 0 || j.Key == nil || *j.Key != "ship-"+strconv.Itoa(i) || j.Headers["tenant"] != "acme" {
+			t.Errorf("parked job %d: %+v", i, j)
+		}
+	}
+	var q queueJSON
+	tc.Eventually(t, 30*time.Second, func() error {
+		berthJSON(t, &q, "queue", "describe", "packers", "-b", addr)
+		// Archived is at least 1, not n: internal/share counts a rejected
+		// run of consecutive records once (SharePartition.archive is
+		// called per run), so three records rejected in one
+		// acknowledgement count 1 (also in berth_share_archived_records_total).
+		if q.DLQTopic != "dlq.shipments" || q.DLQDepth != n || q.Archived < 1 {
+			return fmt.Errorf("queue describe: DLQ %q depth %d, archived %d, want dlq.shipments, %d, >= 1", q.DLQTopic, q.DLQDepth, q.Archived, n)
+		}
+		return nil
+	})
+
+	var res redriveJSON
+	berthJSON(t, &res, "dlq", "redrive", "dlq.shipments", "-b", addr)
+	if res.Moved != n || res.Refused != 0 {
+		t.Fatalf("redrive: %+v", res)
+	}
+	// The worker gets them back, with redrive count 1, and fails again.
+	again := rejectAll(2 * n)
+	counts := map[string]string{}
+	for _, r := range again {
+		counts[string(r.Key)] = headerValue(r, share.HeaderDLQRedriveCount)
+	}
+	for i := range n {
+		if c := counts["ship-"+strconv.Itoa(i)]; c != "1" {
+			t.Errorf("redriven job ship-%d: redrive count %q, want 1 (all: %v)", i, c, counts)
+		}
+	}
+	// The loop guard stops a job that fails forever.
+	berthJSON(t, &res, "dlq", "redrive", "dlq.shipments", "--max-redrives", "1", "-b", addr)
+	if res.Moved != 0 || res.Refused != n || res.Total != n {
+		t.Errorf("redrive with --max-redrives 1: %+v", res)
 	}
 }
