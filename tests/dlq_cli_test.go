@@ -152,6 +152,7 @@ type redriveJSON struct {
 	Moved       int64            `json:"moved"`
 	Skipped     int64            `json:"skipped"`
 	Refused     int64            `json:"refused"`
+	NoTarget    int64            `json:"no_target"`
 	Failed      int64            `json:"failed"`
 	Interrupted bool             `json:"interrupted"`
 	ElapsedMs   int64            `json:"elapsed_ms"`
@@ -347,8 +348,14 @@ func TestDLQCLIRedrive(t *testing.T) {
 	if c := headerValue(last, share.HeaderDLQRedriveCount); c != "2" {
 		t.Errorf("redriven again: %s=%q, want 2", share.HeaderDLQRedriveCount, c)
 	}
-	// --to and a missing --to topic.
-	if _, _, err := berthCLI(ctxT(t, time.Minute), "", "dlq", "redrive", "dlq.jobs", "--to", "nosuch", "-b", addr); err == nil {
+	// A job whose source topic is gone stays, counted as without target;
+	// a missing --to topic is an error before anything moves.
+	parkJobs(t, cl, "dlq.jobs", 0, parkedJob{key: "orphan", srcTopic: "gone", group: "workers", reason: "rejected", deliveries: 5})
+	berthJSON(t, &res, "dlq", "redrive", "dlq.jobs", "-b", addr)
+	if res.Total != 1 || res.Moved != 0 || res.NoTarget != 1 || len(res.Refusals) != 1 || !strings.Contains(res.Refusals[0].Why, "gone does not exist") {
+		t.Errorf("redrive of a job whose topic is gone: %+v", res)
+	}
+	if _, _, err := berthCLI(ctxT(t, time.Minute), "", "dlq", "redrive", "dlq.jobs", "--from-start", "--to", "nosuch", "-b", addr); err == nil {
 		t.Errorf("--to a missing topic: no error")
 	}
 }

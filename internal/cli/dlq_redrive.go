@@ -64,7 +64,8 @@ type redriveResult struct {
 	Total       int64            `json:"total"` // records in the range read
 	Moved       int64            `json:"moved"` // with --dry-run: would move
 	Skipped     int64            `json:"skipped"`
-	Refused     int64            `json:"refused"`
+	Refused     int64            `json:"refused"`   // by the loop guard
+	NoTarget    int64            `json:"no_target"` // no source topic header, or the target topic does not exist
 	Failed      int64            `json:"failed"`
 	Interrupted bool             `json:"interrupted"`
 	ElapsedMs   int64            `json:"elapsed_ms"`
@@ -356,8 +357,12 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 		if target == "" {
 			target = j.SourceTopic
 		}
-		refuse := func(why string) {
-			res.Refused++
+		refuse := func(guard bool, why string) {
+			if guard {
+				res.Refused++
+			} else {
+				res.NoTarget++
+			}
 			res.Refusals = append(res.Refusals, redriveRefusal{Partition: r.Partition, Offset: r.Offset, SourceTopic: j.SourceTopic, RedriveCount: j.RedriveCount, Why: why})
 			prog.keep(r.Partition, r.Offset)
 			prog.add(r.Partition, r.Offset, true)
@@ -368,9 +373,9 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 			prog.keep(r.Partition, r.Offset)
 			prog.add(r.Partition, r.Offset, true)
 		case j.RedriveCount >= o.maxRedrives:
-			refuse(fmt.Sprintf("redriven %d times already (--max-redrives %d)", j.RedriveCount, o.maxRedrives))
+			refuse(true, fmt.Sprintf("redriven %d times already (--max-redrives %d)", j.RedriveCount, o.maxRedrives))
 		case target == "":
-			refuse("no " + share.HeaderDLQTopic + " header (give --to)")
+			refuse(false, "no "+share.HeaderDLQTopic+" header (give --to)")
 		default:
 			exists, known := targets[target]
 			if !known {
@@ -382,7 +387,7 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 				}
 			}
 			if !exists {
-				refuse("topic " + target + " does not exist (give --to)")
+				refuse(false, "topic "+target+" does not exist (give --to)")
 				break
 			}
 			// Pace: the n-th record is produced no sooner than start + (n-1)/rate.
@@ -496,6 +501,9 @@ func printRedrive(w io.Writer, res *redriveResult) error {
 	t.row(movedLabel, res.Moved)
 	t.row("skipped by filter", res.Skipped)
 	t.row("refused by loop guard", res.Refused)
+	if res.NoTarget > 0 {
+		t.row("no target topic", res.NoTarget)
+	}
 	if res.Failed > 0 {
 		t.row("failed", res.Failed)
 	}
