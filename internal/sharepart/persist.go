@@ -16,6 +16,16 @@ import (
 	"github.com/berthmq/berth/internal/share"
 )
 
+// PartitionLog is what a share-partition needs of its partition (a
+// *replica.Partition this broker leads).
+type PartitionLog interface {
+	LeaderEpoch() int32
+	LogStartOffset() int64
+	HighWatermark() int64
+	Read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error)
+	OffsetForTimestamp(ts int64) (off, recTS int64, found bool, err error)
+}
+
 // StateAdmin is the store's side for AlterShareGroupOffsets and
 // DeleteShareGroupOffsets (sharestate.Client implements it).
 type StateAdmin interface {
@@ -86,7 +96,7 @@ func (r *Registry) Peek(ctx context.Context, k Key) (share.PartitionStats, bool,
 // the store has nothing, fresh at share.auto.offset.reset, written to the
 // store at once so that a new leader starts where this one did. Archiving
 // records found in the state are handed to the DLQ writer again.
-func (e *entry) ensure(part *replica.Partition, now time.Time) error {
+func (e *entry) ensure(part PartitionLog, now time.Time) error {
 	ep := part.LeaderEpoch()
 	if e.p != nil && e.epoch == ep {
 		return nil
@@ -271,7 +281,7 @@ func (e *entry) completeArchive(a share.DLQAction, now time.Time) {
 // (share.auto.offset.reset): the high watermark (latest, Kafka's
 // default), the log start (earliest), or the first record at or after
 // now minus a duration (by_duration:<ISO-8601 duration>).
-func resetOffset(policy string, part *replica.Partition, now time.Time) (int64, error) {
+func resetOffset(policy string, part PartitionLog, now time.Time) (int64, error) {
 	switch {
 	case policy == "" || policy == "latest":
 		return part.HighWatermark(), nil

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/batch"
-	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -229,7 +228,7 @@ type Fetched struct {
 // Acquire reads the log of p from where the share-partition k hands out
 // records next and acquires what it read for member: at most maxRecords
 // records, from at most maxBytes of batches (at least one batch).
-func (r *Registry) Acquire(k Key, topic, member string, p *replica.Partition, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
+func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
 	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
 	defer e.mu.Unlock()
