@@ -573,6 +573,15 @@ func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
 			t.Errorf("parked job %d: %+v", i, j)
 		}
 	}
+	var list []struct {
+		Topic  string   `json:"topic"`
+		Parked int64    `json:"parked"`
+		Groups []string `json:"groups"`
+	}
+	berthJSON(t, &list, "dlq", "list", "-b", addr)
+	if len(list) != 1 || list[0].Topic != "dlq.shipments" || list[0].Parked != n || len(list[0].Groups) != 1 || list[0].Groups[0] != "packers" {
+		t.Errorf("dlq list: %+v", list)
+	}
 	var q queueJSON
 	tc.Eventually(t, 30*time.Second, func() error {
 		berthJSON(t, &q, "queue", "describe", "packers", "-b", addr)

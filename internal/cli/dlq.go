@@ -373,11 +373,12 @@ func scanRange(ctx context.Context, cf *clientFlags, topic string, rng dlqBounds
 // ---- list ----
 
 type dlqTopicInfo struct {
-	Topic       string `json:"topic"`
-	Partitions  int    `json:"partitions"`
-	Parked      int64  `json:"parked"`        // high watermark minus log start, summed
-	OldestAgeMs int64  `json:"oldest_age_ms"` // of the first record of each partition; -1: empty or unknown
-	Error       string `json:"error,omitempty"`
+	Topic       string   `json:"topic"`
+	Partitions  int      `json:"partitions"`
+	Parked      int64    `json:"parked"`        // high watermark minus log start, summed
+	OldestAgeMs int64    `json:"oldest_age_ms"` // of the first record of each partition; -1: empty or unknown
+	Groups      []string `json:"groups"`        // share groups whose DLQ topic it is (where group configs are served)
+	Error       string   `json:"error,omitempty"`
 }
 
 func newDLQListCmd(cf *clientFlags) *cobra.Command {
@@ -390,8 +391,8 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
   berth dlq list --prefix dead. --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDLQAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
-				infos, err := listDLQTopics(ctx, cf, adm, prefix, time.Now)
+			return withDLQAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+				infos, err := listDLQTopics(ctx, cf, cl, adm, prefix, time.Now)
 				if err != nil {
 					return cf.explain(err)
 				}
@@ -403,13 +404,13 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
 					_, err := fmt.Fprintf(out, "No dead-letter topics (no topic named %s* or with %s=true).\n", prefix, share.TopicConfigDLQGroupEnable)
 					return err
 				}
-				t := newTable(out, "topic", "partitions", "parked", "oldest")
+				t := newTable(out, "topic", "partitions", "parked", "oldest", "groups")
 				for _, i := range infos {
 					parked := strconv.FormatInt(i.Parked, 10)
 					if i.Error != "" {
 						parked = "- (" + i.Error + ")"
 					}
-					t.row(i.Topic, i.Partitions, parked, formatAge(i.OldestAgeMs))
+					t.row(i.Topic, i.Partitions, parked, formatAge(i.OldestAgeMs), dashIfEmpty(strings.Join(i.Groups, ",")))
 				}
 				return t.flush()
 			})
@@ -420,9 +421,10 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
 	return cmd
 }
 
-// listDLQTopics finds the DLQ topics: names with prefix, and topics whose
-// errors.deadletterqueue.group.enable is true.
-func listDLQTopics(ctx context.Context, cf *clientFlags, adm *kadm.Client, prefix string, now func() time.Time) ([]dlqTopicInfo, error) {
+// listDLQTopics finds the DLQ topics: names with prefix, topics whose
+// errors.deadletterqueue.group.enable is true, and the topics share
+// groups name as their DLQ topic (which also gives each its groups).
+func listDLQTopics(ctx context.Context, cf *clientFlags, cl *kgo.Client, adm *kadm.Client, prefix string, now func() time.Time) ([]dlqTopicInfo, error) {
 	tds, err := adm.ListTopics(ctx)
 	if err != nil {
 		return nil, err
@@ -448,11 +450,24 @@ func listDLQTopics(ctx context.Context, cf *clientFlags, adm *kadm.Client, prefi
 			}
 		}
 	}
+	users := map[string][]string{} // DLQ topic -> share groups
+	if listed, err := adm.ListGroupsByType(ctx, []string{"share"}); err == nil || len(listed) > 0 {
+		for g, t := range groupDLQTopics(ctx, cl, listed.Groups()) {
+			if _, ok := tds[t]; ok {
+				dlq[t] = true
+				users[t] = append(users[t], g)
+			}
+		}
+	}
 	names := slices.Sorted(maps.Keys(dlq))
 	infos := make([]dlqTopicInfo, 0, len(names))
 	oldestAt := map[string]map[int32]int64{}
 	for _, name := range names {
-		info := dlqTopicInfo{Topic: name, Partitions: len(tds[name].Partitions), OldestAgeMs: -1}
+		info := dlqTopicInfo{Topic: name, Partitions: len(tds[name].Partitions), OldestAgeMs: -1, Groups: users[name]}
+		if info.Groups == nil {
+			info.Groups = []string{}
+		}
+		slices.Sort(info.Groups)
 		b, err := topicBounds(ctx, adm, name)
 		if err != nil {
 			info.Error = kerrName(err)

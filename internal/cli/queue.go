@@ -479,31 +479,11 @@ func fillNeverFetchedAges(ctx context.Context, cf *clientFlags, qs []queueInfo, 
 // resource, type 32) and its depth. A broker that does not serve group
 // configs leaves them blank: that is not an error.
 func queueDLQs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, qs []queueInfo) {
-	if len(qs) == 0 {
-		return
-	}
-	req := kmsg.NewPtrDescribeConfigsRequest()
+	groups := make([]string, 0, len(qs))
 	for _, q := range qs {
-		r := kmsg.NewDescribeConfigsRequestResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, q.Group
-		r.ConfigNames = []string{share.ConfigDLQTopicName}
-		req.Resources = append(req.Resources, r)
+		groups = append(groups, q.Group)
 	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return
-	}
-	dlqs := map[string]string{}
-	for _, r := range resp.Resources {
-		if r.ErrorCode != 0 {
-			continue
-		}
-		for _, c := range r.Configs {
-			if c.Name == share.ConfigDLQTopicName && c.Value != nil && *c.Value != "" {
-				dlqs[r.ResourceName] = *c.Value
-			}
-		}
-	}
+	dlqs := groupDLQTopics(ctx, cl, groups)
 	if len(dlqs) == 0 {
 		return
 	}
@@ -520,6 +500,39 @@ func queueDLQs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, qs []queue
 			}
 		}
 	}
+}
+
+// groupDLQTopics returns the DLQ topic of each group that has one (the
+// group config errors.deadletterqueue.topic.name, read with
+// DescribeConfigs on the GROUP resource). A broker that does not serve
+// group configs yields none.
+func groupDLQTopics(ctx context.Context, cl *kgo.Client, groups []string) map[string]string {
+	dlqs := map[string]string{}
+	if len(groups) == 0 {
+		return dlqs
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, g := range groups {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		r.ConfigNames = []string{share.ConfigDLQTopicName}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return dlqs
+	}
+	for _, r := range resp.Resources {
+		if r.ErrorCode != 0 {
+			continue
+		}
+		for _, c := range r.Configs {
+			if c.Name == share.ConfigDLQTopicName && c.Value != nil && *c.Value != "" {
+				dlqs[r.ResourceName] = *c.Value
+			}
+		}
+	}
+	return dlqs
 }
 
 // topicDepths returns, for each topic whose every partition answered,
