@@ -169,6 +169,7 @@ type SharePartition struct {
 	deliveryLimits uint64
 
 	// per call
+	runLen     int64 // records in the run apply is changing (archive counts them)
 	dirty      [][2]int64
 	dlq        []DLQAction
 	startMoved bool
@@ -433,11 +434,11 @@ func (p *SharePartition) fail(rs recState, at int64) recState {
 // archive finishes a record through the DLQ (Archiving, with an action)
 // when the group has one, else archives it at once.
 func (p *SharePartition) archive(rs recState, reason Reason, errText string) recState {
-	switch reason {
+	switch reason { // per record: called once per run, from apply
 	case ReasonRejected:
-		p.rejected++
+		p.rejected += uint64(p.runLen)
 	case ReasonDeliveryLimit:
-		p.deliveryLimits++
+		p.deliveryLimits += uint64(p.runLen)
 	}
 	if !p.cfg.DeadLetter {
 		return recState{state: Archived, count: rs.count}
@@ -720,6 +721,7 @@ func (p *SharePartition) apply(first, last int64, f func(recState) recState) {
 	p.split(last + 1)
 	for i := p.find(first); i < len(p.runs) && p.runs[i].first <= last; i++ {
 		r := &p.runs[i]
+		p.runLen = r.last - r.first + 1
 		r.recState = f(r.recState)
 		if r.state == Archiving {
 			p.dlq = appendAction(p.dlq, DLQAction{r.first, r.last, r.reason, r.count, r.errText})

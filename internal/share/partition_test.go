@@ -353,3 +353,23 @@ func TestPartitionDataDriven(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { h.t = t; return h.cmd(d) })
 	})
 }
+
+// The rejection and delivery-limit counters count records, not runs.
+func TestArchiveCountersCountRecords(t *testing.T) {
+	cfg := PartitionDefaults()
+	cfg.DeliveryCountLimit = 2
+	p := NewPartition(cfg, 0, func() float64 { return 0.5 })
+	now := time.UnixMilli(1_000_000)
+	p.Acquire("m", []LogBatch{{First: 0, Last: 9}}, 100, now)
+	if _, err := p.Acknowledge("m", []Ack{{First: 0, Last: 2, Types: []AckType{AckReject}}, {First: 3, Last: 9, Types: []AckType{AckRelease}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Hour)
+	p.Acquire("m", []LogBatch{{First: 0, Last: 9}}, 100, later)
+	if _, err := p.Acknowledge("m", []Ack{{First: 3, Last: 9, Types: []AckType{AckRelease}}}, later); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(later); s.Rejected != 3 || s.DeliveryLimits != 7 {
+		t.Fatalf("rejected %d, delivery limits %d; want 3 and 7", s.Rejected, s.DeliveryLimits)
+	}
+}
