@@ -190,6 +190,11 @@ func NewPartition(cfg PartitionConfig, start int64, rnd func() float64) *SharePa
 // below it is acknowledged or archived.
 func (p *SharePartition) StartOffset() int64 { return p.start }
 
+// Reconfigure applies changed settings (a group config changed): they
+// govern what happens from now on; records already in flight keep their
+// lock deadlines and retry times.
+func (p *SharePartition) Reconfigure(cfg PartitionConfig) { p.cfg = cfg }
+
 // EndOffset is one past the last in-flight offset: Kafka's SPEO plus one
 // (equal to StartOffset when nothing is in flight). The next new record
 // to acquire is at EndOffset.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,7 @@ func (r *Registry) Peek(ctx context.Context, k Key) (share.PartitionStats, bool,
 func (e *entry) ensure(part PartitionLog, now time.Time) error {
 	ep := part.LeaderEpoch()
 	if e.p != nil && e.epoch == ep {
+		e.refresh()
 		return nil
 	}
 	if e.p != nil {
@@ -107,8 +109,7 @@ func (e *entry) ensure(part PartitionLog, now time.Time) error {
 		e.unload()
 	}
 	gs := e.r.settings(e.key.Group)
-	cfg := gs.Partition
-	cfg.DeadLetter = gs.DLQTopic != ""
+	cfg := partitionConfig(gs)
 	var (
 		p    *share.SharePartition
 		snap share.Snapshot // with no state: its state epoch
@@ -125,7 +126,7 @@ func (e *entry) ensure(part PartitionLog, now time.Time) error {
 			return fmt.Errorf("%w: reading the state of %s: %v", ErrStateUnavailable, e, err)
 		}
 		if ok {
-			if p, err = share.LoadPartition(cfg, snap, nil); err != nil {
+			if p, err = share.LoadPartition(cfg, snap, rand.Float64); err != nil {
 				return fmt.Errorf("%w: loading the state of %s: %v", ErrStateUnavailable, e, err)
 			}
 		}
@@ -136,12 +137,12 @@ func (e *entry) ensure(part PartitionLog, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if p, err = share.LoadPartition(cfg, share.Snapshot{StartOffset: start, StateEpoch: snap.StateEpoch}, nil); err != nil {
+		if p, err = share.LoadPartition(cfg, share.Snapshot{StartOffset: start, StateEpoch: snap.StateEpoch}, rand.Float64); err != nil {
 			return err
 		}
 	}
 	p.SetLeaderEpoch(ep)
-	e.p, e.epoch, e.dlqTopic = p, ep, gs.DLQTopic
+	e.p, e.epoch, e.dlqTopic, e.cfg = p, ep, gs.DLQTopic, cfg
 	e.gen++
 	if fresh {
 		if err := e.persist(share.Update{LeaderEpoch: ep, StateEpoch: p.StateEpoch(), StartOffset: p.StartOffset()}); err != nil {
@@ -158,6 +159,25 @@ func (e *entry) ensure(part PartitionLog, now time.Time) error {
 	}
 	e.schedule(now)
 	return nil
+}
+
+// partitionConfig is the state machine's config for a group's settings.
+func partitionConfig(gs GroupSettings) share.PartitionConfig {
+	cfg := gs.Partition
+	cfg.DeadLetter = gs.DLQTopic != ""
+	return cfg
+}
+
+// refresh applies the group's settings if they changed since the load
+// (e.mu held): a new lock duration, delivery limit, backoff or DLQ topic
+// governs what happens from now on.
+func (e *entry) refresh() {
+	gs := e.r.settings(e.key.Group)
+	if cfg := partitionConfig(gs); cfg != e.cfg || gs.DLQTopic != e.dlqTopic {
+		e.p.Reconfigure(cfg)
+		e.cfg, e.dlqTopic = cfg, gs.DLQTopic
+		e.r.log.Info("share-partition reconfigured", "share_partition", e.String(), "dlq", gs.DLQTopic)
+	}
 }
 
 func cmpOr(s, def string) string {

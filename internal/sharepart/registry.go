@@ -137,7 +137,8 @@ type entry struct {
 	p        *share.SharePartition // nil: not loaded
 	epoch    int32                 // the leader epoch p was loaded under
 	gen      uint64                // bumped by every load and unload
-	dlqTopic string                // the group's DLQ topic when p was loaded
+	dlqTopic string                // the group's DLQ topic p runs with
+	cfg      share.PartitionConfig // the config p runs with
 	timer    *time.Timer
 	r        *Registry
 }
