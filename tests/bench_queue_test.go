@@ -85,7 +85,7 @@ func TestBenchQueueEveryJobOnce(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "WORKERS") || !strings.Contains(lines[0], "ACK P99 MS") {
 		t.Fatalf("table:\n%s", out)
 	}
-	if f := strings.Fields(lines[1]); len(f) != 11 || f[0] != "2" || f[1] != "100" || f[4] != "0" || f[5] != "0" || f[7] != "-" {
+	if f := strings.Fields(lines[1]); len(f) != 12 || f[0] != "2" || f[1] != "100" || f[5] != "0" || f[6] != "0" || f[8] != "-" {
 		t.Errorf("table row %q: want 2 workers, 100 jobs, none redelivered or missing, no latency", lines[1])
 	}
 	if !strings.Contains(stderr, "preloading 100 jobs") {

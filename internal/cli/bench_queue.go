@@ -67,6 +67,7 @@ type queueRun struct {
 	Missing      int64          `json:"missing"`     // preloaded jobs never received
 	AckErrors    int64          `json:"ack_errors"`  // partitions the broker (or client) failed in an ack answer
 	Elapsed      float64        `json:"elapsed_seconds"`
+	FirstJobMs   float64        `json:"first_job_ms"` // from the workers' start to the first job received (the group join)
 	JobsPerSec   float64        `json:"jobs_per_sec"`
 	LatencyRate  float64        `json:"latency_rate,omitempty"` // jobs/s offered in the latency phase
 	LatencyJobs  int64          `json:"latency_jobs,omitempty"` // jobs measured in the latency phase
@@ -242,6 +243,7 @@ type queueStats struct {
 	ackHist     histogram
 	e2eHist     histogram
 	measured    int64
+	firstAt     time.Time // first delivery
 	firstErr    error
 
 	ackErrors atomic.Int64
@@ -258,6 +260,9 @@ func newQueueStats(want int64, capacity int64) *queueStats {
 func (s *queueStats) saw(seq uint64) {
 	if seq >= uint64(len(s.seen)) {
 		return // not one of ours
+	}
+	if s.deliveries == 0 {
+		s.firstAt = time.Now()
 	}
 	s.deliveries++
 	if s.seen[seq] > 0 {
@@ -287,9 +292,12 @@ func (b *queueBench) run(ctx context.Context, workers int) (queueRun, error) {
 	run := queueRun{Workers: workers}
 	name := fmt.Sprintf("%s-%s-w%d", b.o.topic, b.runID, workers)
 
-	st, elapsed, interrupted, err := b.throughput(ctx, name, workers)
+	st, start, elapsed, interrupted, err := b.throughput(ctx, name, workers)
 	if st != nil {
 		st.mu.Lock()
+		if !st.firstAt.IsZero() {
+			run.FirstJobMs = round3(float64(st.firstAt.Sub(start)) / 1e6)
+		}
 		run.Jobs = st.distinct
 		run.Deliveries = st.deliveries
 		run.Redelivered = st.redelivered
@@ -451,10 +459,10 @@ func pollErr(cf *clientFlags, fs kgo.Fetches) error {
 }
 
 // throughput preloads --count jobs and drains them with n workers.
-func (b *queueBench) throughput(ctx context.Context, name string, n int) (*queueStats, time.Duration, bool, error) {
+func (b *queueBench) throughput(ctx context.Context, name string, n int) (*queueStats, time.Time, time.Duration, bool, error) {
 	group := name
 	if err := b.setup(ctx, name, group); err != nil {
-		return nil, 0, false, err
+		return nil, time.Time{}, 0, false, err
 	}
 	defer b.cleanup(name, group)
 
@@ -462,7 +470,7 @@ func (b *queueBench) throughput(ctx context.Context, name string, n int) (*queue
 		n, b.o.count, b.o.size, name, plural(int(b.o.partitions), "partition"))
 	prod, err := b.producer(ctx, name, 5*time.Millisecond)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, time.Time{}, 0, false, err
 	}
 	var perr atomic.Pointer[error]
 	for seq := range uint64(b.o.count) {
@@ -478,16 +486,16 @@ func (b *queueBench) throughput(ctx context.Context, name string, n int) (*queue
 	ferr := prod.Flush(ctx)
 	prod.Close()
 	if p := perr.Load(); p != nil {
-		return nil, 0, false, fmt.Errorf("preloading: %w", b.cf.explain(*p))
+		return nil, time.Time{}, 0, false, fmt.Errorf("preloading: %w", b.cf.explain(*p))
 	}
 	if ferr != nil {
-		return nil, 0, ctx.Err() != nil, fmt.Errorf("preloading: %w", b.cf.explain(ferr))
+		return nil, time.Time{}, 0, ctx.Err() != nil, fmt.Errorf("preloading: %w", b.cf.explain(ferr))
 	}
 
 	st := newQueueStats(b.o.count, b.o.count)
 	cls, closeAll, err := b.connectWorkers(ctx, n, name, group, st)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, time.Time{}, 0, false, err
 	}
 	defer closeAll()
 
@@ -540,7 +548,7 @@ func (b *queueBench) throughput(ctx context.Context, name string, n int) (*queue
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProgress()
-	return st, elapsed, pctx.Err() != nil, nil
+	return st, start, elapsed, pctx.Err() != nil, nil
 }
 
 // latency offers --rate jobs/s for --latency-duration to n workers that
@@ -658,7 +666,7 @@ func printBenchQueue(w io.Writer, asJSON bool, r benchQueueResult) error {
 	if asJSON {
 		return writeJSON(w, r)
 	}
-	t := newTable(w, "workers", "jobs", "seconds", "jobs/s", "redelivered", "missing", "ack errors",
+	t := newTable(w, "workers", "jobs", "seconds", "first job ms", "jobs/s", "redelivered", "missing", "ack errors",
 		"ack p50 ms", "ack p99 ms", "e2e p50 ms", "e2e p99 ms")
 	for _, run := range r.Runs {
 		lat := func(v float64) string {
@@ -667,7 +675,7 @@ func printBenchQueue(w io.Writer, asJSON bool, r benchQueueResult) error {
 			}
 			return fmtMs(v)
 		}
-		t.row(run.Workers, run.Jobs, fmt.Sprintf("%.3f", run.Elapsed), formatRate(run.JobsPerSec),
+		t.row(run.Workers, run.Jobs, fmt.Sprintf("%.3f", run.Elapsed), fmt.Sprintf("%.1f", run.FirstJobMs), formatRate(run.JobsPerSec),
 			run.Redelivered, run.Missing, run.AckErrors,
 			lat(run.AckLatencyMs.P50), lat(run.AckLatencyMs.P99), lat(run.E2ELatencyMs.P50), lat(run.E2ELatencyMs.P99))
 	}
