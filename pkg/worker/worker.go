@@ -118,9 +118,10 @@ type Worker struct {
 // TLS, SASL, ...). The worker adds the share group, the topics, a record
 // limit of Concurrency per fetch with no fetching ahead (a record fetched
 // ahead would sit in the client with its lock running), Berth's API key
-// in kgo.MaxVersions, and a wrapper around the dialer (kgo.Dialer, or
-// kgo's own with kgo.DialTLSConfig) through which it learns its member
-// ID.
+// in kgo.MaxVersions, a wrapper around the dialer (kgo.Dialer, or kgo's
+// own with kgo.DialTLSConfig) through which it learns its member ID, and
+// a kgo.ShareAckCallback that logs refused acknowledgements (replacing
+// one given in opts).
 func New(h Handler, o Options, opts ...kgo.Opt) (*Worker, error) {
 	if h == nil {
 		return nil, errors.New("worker: nil handler")
@@ -141,7 +142,7 @@ func New(h Handler, o Options, opts ...kgo.Opt) (*Worker, error) {
 	// the worker reads it from the heartbeats its connections write, so
 	// it wraps the dialer the options give (TLS included), and it lets
 	// kgo send Berth's key.
-	probe, err := kgo.NewClient(opts...)
+	probe, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...), kgo.ShareGroup(o.Group))...) // no topics: joins nothing
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -154,12 +155,27 @@ func New(h Handler, o Options, opts ...kgo.Opt) (*Worker, error) {
 		kgo.ShareMaxRecords(int32(o.Concurrency)), kgo.ShareMaxRecordsStrict(), kgo.MaxConcurrentFetches(0),
 		kgo.DialTLSConfig(nil), kgo.Dialer(m.dialer(dial)), // dial already does the TLS
 		kgo.MaxVersions(berthmsg.WithVersions(versions)))
+	w := &Worker{h: h, o: o, log: o.Logger.With("group", o.Group)}
+	all = append(all, kgo.ShareAckCallback(w.acked))
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	return &Worker{h: h, o: o, cl: cl, log: o.Logger.With("group", o.Group),
-		ann: &annotator{cl: cl, group: o.Group, member: m, maxText: maxErrorText}}, nil
+	w.cl = cl
+	w.ann = &annotator{cl: cl, group: o.Group, member: m, maxText: maxErrorText}
+	return w, nil
+}
+
+// acked logs the acknowledgements the broker refused (kgo's
+// ShareAckCallback). A refused RENEW or terminal acknowledgement means
+// the job's lock was lost: the broker delivers it again, possibly while
+// this worker's handler still runs it.
+func (w *Worker) acked(_ *kgo.Client, rs kgo.ShareAckResults) {
+	for _, r := range rs {
+		if r.Err != nil {
+			w.log.Warn("worker: acknowledgement refused; the job will be delivered again", "topic", r.Topic, "partition", r.Partition, "err", r.Err)
+		}
+	}
 }
 
 // Client is the worker's kgo client (for admin requests, metrics hooks
