@@ -1,11 +1,14 @@
 package worker
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -65,5 +68,20 @@ func TestPermanent(t *testing.T) {
 	}
 	if err.Error() != "booking job 7: bad address" {
 		t.Fatalf("text %q", err)
+	}
+}
+
+// New takes kgo's TLS option although it dials itself (the probe reads
+// the dialer kgo builds from it), and share-only options.
+func TestNewAcceptsTLSAndShareOptions(t *testing.T) {
+	h := func(context.Context, *kgo.Record) error { return nil }
+	w, err := New(h, Options{Group: "g", Topics: []string{"t"}},
+		kgo.SeedBrokers("127.0.0.1:1"), kgo.DialTLSConfig(&tls.Config{}), kgo.ShareMaxRecords(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Client().Close()
+	if _, err := New(h, Options{Topics: []string{"t"}}); err == nil {
+		t.Fatal("no group accepted")
 	}
 }
