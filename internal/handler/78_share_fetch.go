@@ -19,9 +19,11 @@ package handler
 // back to wait for more. v2's IsRenewAck (KIP-1222) applies RENEW
 // acknowledgements and fetches nothing.
 //
-// Share-partition state is in memory on the partition leader: a restart
-// or leader change forgets acquisitions and delivery counts (persisting
-// in __share_group_state is the next step). Not honoured: releasing a
+// Share-partition state runs on the partition leader and every change
+// (acquisitions with their delivery counts included) is durable in
+// __share_group_state before the response (internal/sharepart,
+// internal/sharestate); when it cannot be made durable the partition
+// answers COORDINATOR_NOT_AVAILABLE and nothing is handed out. Not honoured: releasing a
 // session's records when its connection closes (they are released when
 // the session is closed or the member leaves, else when their locks
 // expire), SHARE_SESSION_LIMIT_REACHED (no session limit).

@@ -13,10 +13,11 @@ package handler
 // INVALID_REQUEST for a malformed batch or type, NOT_LEADER_OR_FOLLOWER
 // with the current leader when this node does not lead the partition.
 //
-// Share-partition state is in memory on the partition leader (see
-// 78_share_fetch.go); rejected records and records past
-// share.delivery.count.limit are archived at once: writing them to a
-// dead-letter topic (KIP-1191) is a later step.
+// The change is durable at the share coordinator before the answer (see
+// 78_share_fetch.go; COORDINATOR_NOT_AVAILABLE when it cannot be).
+// Rejected records and records past share.delivery.count.limit go to the
+// group's dead-letter topic (KIP-1191) when it has one, else are
+// archived at once.
 
 import (
 	"context"

@@ -233,10 +233,10 @@ func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes
 	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := r.cfg.Now()
-	if err := e.ensure(p, now); err != nil {
+	if err := e.ensure(p, r.cfg.Now()); err != nil {
 		return Fetched{}, err
 	}
+	now := r.cfg.Now() // after the load, which may have taken a while: locks start now
 	if ls := p.LogStartOffset(); ls > e.p.StartOffset() {
 		if err := e.handle(e.p.AdvanceLogStart(ls), now); err != nil {
 			return Fetched{}, err
