@@ -332,7 +332,9 @@ func applyUpdate(base share.Snapshot, u share.Update) (share.Snapshot, error) {
 func IsRetriable(err error) bool {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		return ke.Retriable || ke == kerr.NotCoordinator
+		// Fenced is final for this writer (Kafka marks it retriable
+		// because a client refreshes its metadata and retries elsewhere).
+		return ke != kerr.FencedLeaderEpoch && (ke.Retriable || ke == kerr.NotCoordinator)
 	}
 	return true // I/O
 }

@@ -167,3 +167,15 @@ func TestCoordinatorKey(t *testing.T) {
 		t.Fatalf("coordinator key %q", got)
 	}
 }
+
+func TestIsRetriable(t *testing.T) {
+	for err, want := range map[error]bool{
+		ErrNotCoordinator: true, ErrLoading: true, errors.New("connection reset"): true,
+		kerr.CoordinatorNotAvailable: true,
+		ErrFenced:                    false, kerr.FencedLeaderEpoch: false, ErrFencedState: false, ErrNoState: false,
+	} {
+		if got := IsRetriable(err); got != want {
+			t.Errorf("IsRetriable(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
