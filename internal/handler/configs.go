@@ -32,12 +32,23 @@ type configSynonym struct {
 
 // topicConfigEntries returns every topic setting's effective value.
 func (b *Broker) topicConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
+	return b.layeredConfigEntries(im, config.TopicDefs(), b.Broker.ResolveTopic, overrides, config.FromTopic)
+}
+
+// layeredConfigEntries returns the effective value of each of defs, a
+// resource's settings (topic or group) that fall back to a broker
+// setting: resolved by resolve over the resource's overrides, with the
+// override (source from) and the broker setting's dynamic, static and
+// default values as synonyms, as Kafka describes them.
+func (b *Broker) layeredConfigEntries(im *metadata.Image, defs []config.Def,
+	resolve func(name string, overrides, dynamic map[string]string) (string, config.ValueSource),
+	overrides map[string]string, from config.ValueSource) []configEntry {
 	var out []configEntry
-	for _, d := range config.TopicDefs() {
-		v, src := b.Broker.ResolveTopic(d.Name, overrides, im.BrokerConfigs)
+	for _, d := range defs {
+		v, src := resolve(d.Name, overrides, im.BrokerConfigs)
 		e := configEntry{name: d.Name, value: v, source: src, kind: d.Kind, doc: d.Doc}
 		if o, ok := overrides[d.Name]; ok {
-			e.synonyms = append(e.synonyms, configSynonym{d.Name, o, config.FromTopic})
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, o, from})
 		}
 		if d.Topic != "" {
 			if dv, ok := im.BrokerConfigs[d.Topic]; ok {
@@ -148,26 +159,7 @@ func listOp(cur, arg string, add bool) string {
 // group's overrides (nil: none), with the broker setting each falls back
 // to as a synonym, as Kafka describes the GROUP resource.
 func (b *Broker) groupConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
-	var out []configEntry
-	for _, d := range config.GroupDefs() {
-		v, src := b.Broker.ResolveGroup(d.Name, overrides, im.BrokerConfigs)
-		e := configEntry{name: d.Name, value: v, source: src, kind: d.Kind, doc: d.Doc}
-		if o, ok := overrides[d.Name]; ok {
-			e.synonyms = append(e.synonyms, configSynonym{d.Name, o, config.FromGroup})
-		}
-		if d.Topic != "" {
-			if dv, ok := im.BrokerConfigs[d.Topic]; ok {
-				e.synonyms = append(e.synonyms, configSynonym{d.Topic, dv, config.FromDynamicBroker})
-			}
-			if b.Broker.SourceOf(d.Topic) != config.SourceDefault {
-				e.synonyms = append(e.synonyms, configSynonym{d.Topic, b.Broker.Get(d.Topic), config.FromStaticBroker})
-			}
-			bd, _ := config.LookupBroker(d.Topic)
-			e.synonyms = append(e.synonyms, configSynonym{d.Topic, bd.Default, config.FromDefault})
-		}
-		out = append(out, e)
-	}
-	return out
+	return b.layeredConfigEntries(im, config.GroupDefs(), b.Broker.ResolveGroup, overrides, config.FromGroup)
 }
 
 // checkGroupResource checks the name of a GROUP config resource.
