@@ -77,6 +77,7 @@ do_berth() {
     js=$(timeout 900 "$OUT/bin/berth" bench queue -b 127.0.0.1:19392 --workers "$WORKERS" --count "$COUNT" \
       --size "$SIZE" --rate "$RATE" --latency-duration "$LATDUR" --json 2>>"$OUT/logs/berth-bench.log") \
       && printf 'berth\t%s\n' "$(echo "$js" | tr -d '\n ')" >>"$RESULTS" || log "berth rep=$rep failed"
+    log "berth rep=$rep done; $(uptime | sed 's/.*load/load/')"
   done
   stop_pid "$pid"; rm -rf "$dir"
 }
@@ -89,6 +90,7 @@ peer_reps() { # label peer addr
     js=$(timeout 900 "$OUT/bin/queuepeers" --peer "$2" --addr "$3" --workers "$WORKERS" --count "$COUNT" \
       --size "$SIZE" --rate "$RATE" --latency-duration "$LATDUR" --json 2>>"$OUT/logs/$1.log") \
       && printf '%s\t%s\n' "$1" "$js" >>"$RESULTS" || log "$1 rep=$rep failed"
+    log "$1 rep=$rep done; $(uptime | sed 's/.*load/load/')"
   done
 }
 
