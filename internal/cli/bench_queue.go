@@ -97,7 +97,7 @@ returning) and end-to-end latency (produce timestamp to FlushAcks
 returning). Topics and groups are created per run and deleted afterwards
 (--keep keeps them). Progress goes to stderr; a table (or --json) to
 stdout.`,
-		Example: `  berth bench queue --workers 1,4,16 --count 100000
+		Example: `  berth bench queue --workers 1,4,16
   berth bench queue --workers 4 --count 20000 --rate 2000 --latency-duration 5s --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,7 +109,7 @@ stdout.`,
 	fs.Int32VarP(&o.partitions, "partitions", "p", 4, "partitions of each topic")
 	fs.Int16Var(&o.replication, "replication-factor", -1, "replication factor of each topic (-1: broker default)")
 	fs.IntVarP(&o.size, "size", "s", 1024, "job (record value) size in bytes, at least 8")
-	fs.Int64VarP(&o.count, "count", "n", 50000, "jobs preloaded and drained per worker count")
+	fs.Int64VarP(&o.count, "count", "n", 200000, "jobs preloaded and drained per worker count (large enough that joining the group, up to ~0.5 s, does not dominate)")
 	fs.IntSliceVarP(&o.workers, "workers", "w", []int{1, 4, 16}, "worker counts to run, each a separate run")
 	fs.Int32Var(&o.maxRecords, "max-records", 500, "records per ShareFetch (kgo ShareMaxRecords)")
 	fs.Float64Var(&o.rate, "rate", 1000, "jobs/s offered in the latency phase")
