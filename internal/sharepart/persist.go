@@ -144,9 +144,13 @@ func (e *entry) ensure(part PartitionLog, now time.Time) error {
 	p.SetLeaderEpoch(ep)
 	e.p, e.epoch, e.dlqTopic, e.cfg = p, ep, gs.DLQTopic, cfg
 	e.gen++
+	gen := e.gen
 	if fresh {
 		if err := e.persist(share.Update{LeaderEpoch: ep, StateEpoch: p.StateEpoch(), StartOffset: p.StartOffset()}); err != nil {
 			return err
+		}
+		if e.gen != gen {
+			return fmt.Errorf("%w: %s was reloaded", ErrStateUnavailable, e)
 		}
 		e.r.log.Info("share-partition initialized", "share_partition", e.String(), "start_offset", p.StartOffset(),
 			"auto_offset_reset", cmpOr(gs.AutoOffsetReset, "latest"))
@@ -188,10 +192,16 @@ func cmpOr(s, def string) string {
 }
 
 // unload forgets the in-memory state (e.mu held); the next use loads it
-// from the store again.
+// from the store again. Changes not yet written are dropped: their
+// requests fail.
 func (e *entry) unload() {
 	e.p = nil
 	e.gen++
+	e.failed, e.pending = e.seq, nil
+	if e.lastErr == nil {
+		e.lastErr = errors.New("share-partition state reloaded")
+	}
+	e.written.Broadcast()
 	if e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil
@@ -202,29 +212,80 @@ func (e *entry) String() string {
 	return e.key.Group + ":" + e.topic + "/" + strconv.Itoa(int(e.key.Partition))
 }
 
-// persist makes u durable in the store (e.mu held). On failure the
-// in-memory state, now ahead of the store, is dropped.
+// persist makes u, a change of the state in memory, durable in the store
+// and returns once it is (e.mu held, released while waiting: other
+// requests may change the state meanwhile, and the state may have been
+// unloaded or reloaded by the time persist returns). Changes are written
+// in order; when several wait, one write of the whole state covers them.
+// On failure the in-memory state, ahead of the store, is dropped, and so
+// are the changes queued behind the failed one.
 func (e *entry) persist(u share.Update) error {
-	st := e.r.cfg.Store
-	if st == nil || u.Empty() {
+	if e.r.cfg.Store == nil || u.Empty() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(e.r.ctx, storeTimeout)
-	defer cancel()
-	if err := st.Write(ctx, e.key, u); err != nil {
-		e.r.log.Warn("share-partition state not written; reloading it on next use (unacknowledged work is redelivered)",
-			"share_partition", e.String(), "err", err)
-		e.unload()
-		return fmt.Errorf("%w: writing the state of %s: %v", ErrStateUnavailable, e, err)
+	e.seq++
+	my := e.seq
+	e.pending = append(e.pending, u)
+	if !e.writing {
+		e.writing = true
+		go e.writeLoop()
 	}
-	return nil
+	for e.durable < my && e.failed < my {
+		e.written.Wait()
+	}
+	if e.durable >= my {
+		return nil
+	}
+	return fmt.Errorf("%w: writing the state of %s: %v", ErrStateUnavailable, e, e.lastErr)
+}
+
+// writeLoop writes what is pending until nothing is.
+func (e *entry) writeLoop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.pending) > 0 {
+		u := e.pending[0]
+		if len(e.pending) > 1 {
+			// The state in memory holds every pending change (and maybe
+			// newer ones, not yet queued: harmless to write early).
+			s := e.p.Snapshot()
+			u = share.Update{LeaderEpoch: s.LeaderEpoch, StateEpoch: s.StateEpoch, StartOffset: s.StartOffset,
+				DeliveryCompleteCount: s.DeliveryCompleteCount, StateBatches: s.StateBatches}
+		}
+		upto, gen := e.seq, e.gen
+		e.pending = nil
+		e.mu.Unlock()
+		ctx, cancel := context.WithTimeout(e.r.ctx, storeTimeout)
+		err := e.r.cfg.Store.Write(ctx, e.key, u)
+		cancel()
+		e.mu.Lock()
+		switch {
+		case err == nil:
+			e.durable = max(e.durable, upto)
+		case e.gen == gen: // the state the write came from: drop it
+			e.r.log.Warn("share-partition state not written; reloading it on next use (unacknowledged work is redelivered)",
+				"share_partition", e.String(), "err", err)
+			e.lastErr = err
+			e.unload()
+		default: // already unloaded
+			e.lastErr = err
+			e.failed = max(e.failed, upto)
+		}
+		e.written.Broadcast()
+	}
+	e.writing = false
 }
 
 // handle executes a state change (e.mu held): the update is made durable,
-// then the DLQ actions start and the timer is set to the next deadline.
+// then the DLQ actions start and the timer is set to the next deadline
+// (unless the state was reloaded meanwhile: the load does both).
 func (e *entry) handle(ch share.StateChange, now time.Time) error {
+	gen := e.gen
 	if err := e.persist(ch.Update); err != nil {
 		return err
+	}
+	if e.gen != gen {
+		return nil
 	}
 	for _, a := range ch.DLQ {
 		e.park(a, now)

@@ -245,3 +245,70 @@ func TestParseISODuration(t *testing.T) {
 		}
 	}
 }
+
+// gatedStore holds each write until the test lets it through.
+type gatedStore struct {
+	*memStore
+	gate chan struct{}
+}
+
+func (s *gatedStore) Write(ctx context.Context, k Key, u share.Update) error {
+	<-s.gate
+	return s.memStore.Write(ctx, k, u)
+}
+
+// Changes made while a write is in flight wait for the next write, which
+// carries them all at once (the whole state): fewer writes than changes,
+// each request answered only once its change is durable, and the store
+// ends with the state in memory.
+func TestPersistCoalescesConcurrentChanges(t *testing.T) {
+	st := &gatedStore{memStore: &memStore{states: map[Key]share.Snapshot{}}, gate: make(chan struct{})}
+	l := &fakeLog{epoch: 1, hw: 20}
+	r := newTestRegistry(t, st, nil)
+	setup := make(chan struct{})
+	go func() { // the initial write and the acquisition's
+		for {
+			select {
+			case st.gate <- struct{}{}:
+			case <-setup:
+				return
+			}
+		}
+	}()
+	acquire(t, r, l, "m1")
+	close(setup)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for o := range int64(20) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- r.Acknowledge(testKey, "m1", []share.Ack{{First: o, Last: o, Types: []share.AckType{share.AckAccept}}})
+		}()
+	}
+	// Let writes through one at a time until every ack is answered.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	writes := 0
+	for loop := true; loop; {
+		select {
+		case st.gate <- struct{}{}:
+			writes++
+		case <-done:
+			loop = false
+		}
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes >= 20 {
+		t.Fatalf("%d writes for 20 acknowledgements made while writes were held", writes)
+	}
+	if s := st.states[testKey]; s.StartOffset != 20 || len(s.StateBatches) != 0 {
+		t.Fatalf("store has %+v, want everything acknowledged (start 20)", s)
+	}
+	t.Logf("20 acknowledgements in %d writes", writes)
+}

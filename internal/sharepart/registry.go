@@ -141,6 +141,18 @@ type entry struct {
 	cfg      share.PartitionConfig // the config p runs with
 	timer    *time.Timer
 	r        *Registry
+
+	// Writes to the store are pipelined (persist, writeLoop): each change
+	// gets a sequence number and waits, mu released, until a write that
+	// covers it is durable; one writer at a time sends what is pending,
+	// several changes as one write of the whole state.
+	written *sync.Cond // on mu: a write ended
+	seq     uint64     // last change queued
+	durable uint64     // changes up to this one are durable
+	failed  uint64     // changes up to this one were dropped (write failed or state unloaded)
+	pending []share.Update
+	writing bool
+	lastErr error // the last failed write's error
 }
 
 // New returns an empty registry.
@@ -216,6 +228,7 @@ func (r *Registry) getOrCreate(k Key, topic string) *entry {
 		return e
 	}
 	e := &entry{key: k, topic: topic, r: r}
+	e.written = sync.NewCond(&e.mu)
 	r.parts[k] = e
 	return e
 }
@@ -238,8 +251,12 @@ func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes
 	}
 	now := r.cfg.Now() // after the load, which may have taken a while: locks start now
 	if ls := p.LogStartOffset(); ls > e.p.StartOffset() {
+		gen := e.gen
 		if err := e.handle(e.p.AdvanceLogStart(ls), now); err != nil {
 			return Fetched{}, err
+		}
+		if e.gen != gen { // reloaded while the write was in flight
+			return Fetched{}, fmt.Errorf("%w: %s was reloaded", ErrStateUnavailable, e)
 		}
 	}
 	off, ok := e.p.NextFetchOffset(now)
