@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,9 +95,18 @@ type partitionLoader struct {
 	// partitions, if set, learns the topic's partition count.
 	partitions func(n int32)
 
-	mu     sync.Mutex // guards loaded
+	mu     sync.Mutex // guards loaded and runs
 	loaded map[int32]bool
+	runs   map[int32]*loadRun // the replay of each partition, running or ended
 	wg     sync.WaitGroup
+}
+
+// loadRun is one replay of a partition; a replay cancelled (the node lost
+// the partition) stops at its next record and does not finish the load,
+// and a new replay of the partition starts only after it has stopped.
+type loadRun struct {
+	cancelled atomic.Bool
+	done      chan struct{}
 }
 
 func (l *partitionLoader) reconcile(im *metadata.Image) {
@@ -116,6 +126,9 @@ func (l *partitionLoader) reconcile(im *metadata.Image) {
 	}
 	for p := range l.loaded {
 		if !lead[p] {
+			if run := l.runs[p]; run != nil {
+				run.cancelled.Store(true)
+			}
 			l.unload(p)
 			delete(l.loaded, p)
 		}
@@ -128,13 +141,25 @@ func (l *partitionLoader) reconcile(im *metadata.Image) {
 		if part == nil {
 			continue // not open yet; the next image applies it
 		}
+		if prev := l.runs[p]; prev != nil {
+			<-prev.done // cancelled above or earlier: it stops at its next record
+		}
+		run := &loadRun{done: make(chan struct{})}
+		if l.runs == nil {
+			l.runs = map[int32]*loadRun{}
+		}
+		l.runs[p] = run
 		l.loaded[p] = true
 		l.begin(p)
 		l.wg.Add(1)
 		go func(p int32, part *replica.Partition) {
 			defer l.wg.Done()
+			defer close(run.done)
 			start := time.Now()
-			n, err := l.replay(p, part)
+			n, err := l.replay(p, part, run)
+			if run.cancelled.Load() {
+				return
+			}
 			if err != nil {
 				l.n.log.Error("loading "+l.what, "topic", l.topic, "partition", p, "err", err)
 			}
@@ -145,7 +170,7 @@ func (l *partitionLoader) reconcile(im *metadata.Image) {
 }
 
 // replay feeds every record of a partition, in order, to the coordinator.
-func (l *partitionLoader) replay(p int32, part *replica.Partition) (int, error) {
+func (l *partitionLoader) replay(p int32, part *replica.Partition, run *loadRun) (int, error) {
 	scratch := batch.GetScratch()
 	defer batch.PutScratch(scratch)
 	n := 0
@@ -154,7 +179,7 @@ func (l *partitionLoader) replay(p int32, part *replica.Partition) (int, error) 
 	// the followers fetch (Kafka's coordinator loads to the log end too).
 	off := part.LogStartOffset()
 	end := part.LogEndOffset()
-	for off < end {
+	for off < end && !run.cancelled.Load() {
 		records, err := part.Log().Read(off, 1<<20, end, true)
 		if err != nil {
 			return n, err
@@ -175,6 +200,9 @@ func (l *partitionLoader) replay(p int32, part *replica.Partition) (int, error) 
 				for _, r := range recs {
 					if h.BaseOffset+r.OffsetDelta < off {
 						continue
+					}
+					if run.cancelled.Load() {
+						return n, nil
 					}
 					// Copy: the record may alias a decompression buffer.
 					l.record(p, clone(r.Key), clone(r.Value))

@@ -2,8 +2,10 @@ package app
 
 import (
 	"log/slog"
+	"sync"
 
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 )
@@ -36,14 +38,36 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 // that fail validation (only a group config set under other broker
 // bounds can) fall back to the broker defaults pc, keeping the group's
 // dead-letter topic and share.auto.offset.reset.
+// Resolved settings are cached per metadata image (a new image, after
+// any metadata change, starts a new cache).
 func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(group string) sharepart.GroupSettings {
+	var (
+		mu     sync.Mutex
+		cached *metadata.Image
+		byName map[string]sharepart.GroupSettings
+	)
 	return func(group string) sharepart.GroupSettings {
 		im := n.ctrl.Image()
+		mu.Lock()
+		if cached != im {
+			cached, byName = im, map[string]sharepart.GroupSettings{}
+		}
+		s, ok := byName[group]
+		mu.Unlock()
+		if ok {
+			return s
+		}
 		g, err := cfg.ShareGroup(im.GroupConfig(group), im.BrokerConfigs)
 		if err != nil {
 			g.Partition = pc
 			g.Partition.DeadLetter = g.DLQTopic != ""
 		}
-		return sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset}
+		s = sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset}
+		mu.Lock()
+		if cached == im {
+			byName[group] = s
+		}
+		mu.Unlock()
+		return s
 	}
 }

@@ -58,7 +58,8 @@ func (n *Node) reconcileLoaders(im *metadata.Image) {
 }
 
 // appendShareState appends a record to a local __share_group_state
-// partition; the wait returns once every in-sync replica has it.
+// partition; the wait returns once every in-sync replica has it, or
+// fails after the share-partition leader's own timeout (10 s).
 func (n *Node) appendShareState(p int32, key, value []byte) (func() error, error) {
 	part := n.replicas.Get(sharestate.Topic, p)
 	if part == nil {
@@ -69,7 +70,7 @@ func (n *Node) appendShareState(p int32, key, value []byte) (func() error, error
 		return nil, err
 	}
 	return func() error {
-		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second), true)
+		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(10*time.Second), true)
 	}, nil
 }
 

@@ -39,9 +39,9 @@ func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Reques
 			err = fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, t.Topic)
 		} else {
 			rt.TopicID = mt.ID
-			for _, p := range mt.Partitions {
-				if err = b.Shares.DeleteState(ctx, sharepart.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Index}); err != nil {
-					break
+			for _, p := range mt.Partitions { // every partition, even after one fails
+				if perr := b.Shares.DeleteState(ctx, sharepart.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Index}); perr != nil && err == nil {
+					err = perr
 				}
 			}
 		}

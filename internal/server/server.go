@@ -283,7 +283,7 @@ func (c *Conn) serveOne(body []byte) (pending, bool) {
 
 	min, max, served := s.h.Supported(key)
 	kreq := kmsg.RequestForKey(key)
-	if rm, ok := s.h.(RequestMaker); ok { // Berth's own API keys, which kmsg does not know
+	if rm, ok := s.h.(RequestMaker); ok && kreq == nil { // Berth's own API keys, which kmsg does not know
 		kreq = rm.NewRequest(key)
 	}
 	if !served || kreq == nil {

@@ -44,12 +44,16 @@ var ErrNoStateAdmin = fmt.Errorf("%w: share-partition state cannot be reset here
 // the group is empty); a local copy is dropped at once, another broker's
 // is fenced by the new state epoch and reloaded.
 func (r *Registry) ResetState(ctx context.Context, k Key, start int64) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	return r.admin(k, func(a StateAdmin) error { return a.Initialize(ctx, k, start) })
 }
 
 // DeleteState removes share-partition k's state (DeleteShareGroupOffsets):
 // the next fetch starts at share.auto.offset.reset.
 func (r *Registry) DeleteState(ctx context.Context, k Key) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	return r.admin(k, func(a StateAdmin) error { return a.Delete(ctx, k) })
 }
 
@@ -78,6 +82,8 @@ func (r *Registry) Peek(ctx context.Context, k Key) (share.PartitionStats, bool,
 	if st, ok := r.Stats(k); ok || r.cfg.Store == nil {
 		return st, ok, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	snap, ok, err := r.cfg.Store.Read(ctx, k, -1)
 	if err != nil {
 		return share.PartitionStats{}, false, fmt.Errorf("%w: reading the state of %s/%d: %v", ErrStateUnavailable, k.Group, k.Partition, err)
@@ -306,17 +312,27 @@ func (e *entry) park(a share.DLQAction, now time.Time) {
 		e.completeArchive(a, now)
 		return
 	}
-	go e.parkLoop(e.gen, e.dlqTopic, a)
+	gen := e.gen
+	e.r.spawn(func() { e.parkLoop(gen, a) })
 }
 
-// parkLoop writes a's records to the DLQ topic until it succeeds, the
-// registry closes or the entry is reloaded, then archives them.
-func (e *entry) parkLoop(gen uint64, dlqTopic string, a share.DLQAction) {
+// parkLoop writes a's records to the group's DLQ topic until it succeeds,
+// the registry closes or the entry is reloaded, then archives them. The
+// topic is read again before each try: an operator who fixes a failing
+// DLQ by naming another topic, or by clearing it (the records are then
+// archived without a copy), unblocks the share-partition at once.
+func (e *entry) parkLoop(gen uint64, a share.DLQAction) {
 	r := e.r
 	backoff := 100 * time.Millisecond
 	for {
 		e.mu.Lock()
-		stale := e.gen != gen
+		stale, dlqTopic := e.gen != gen, e.dlqTopic
+		if !stale && dlqTopic == "" {
+			r.log.Warn("share: the group no longer has a dead-letter topic; archiving records without parking them",
+				"share_partition", e.String(), "first", a.First, "last", a.Last)
+			e.completeArchive(a, r.cfg.Now())
+			stale = true
+		}
 		e.mu.Unlock()
 		if stale || r.ctx.Err() != nil {
 			return

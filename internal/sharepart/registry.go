@@ -125,6 +125,7 @@ type Registry struct {
 
 	ctx    context.Context // cancelled by Close: DLQ writes stop
 	cancel context.CancelFunc
+	wg     sync.WaitGroup // the DLQ writers and member releases in flight
 
 	Sessions Sessions
 }
@@ -198,6 +199,7 @@ func (r *Registry) signal() {
 // Close stops every timer.
 func (r *Registry) Close() {
 	r.cancel()
+	defer r.wg.Wait()
 	r.mu.Lock()
 	r.closed = true
 	es := make([]*entry, 0, len(r.parts))
@@ -447,5 +449,21 @@ func (r *Registry) MembersRemoved(group string, removed []share.GroupRemoval) {
 		ms[i] = m.MemberID
 	}
 	r.Sessions.Drop(group, ms)
-	r.MembersGone(group, ms)
+	// Not on the caller's goroutine (the group coordinator's): releasing
+	// writes to the store.
+	r.spawn(func() { r.MembersGone(group, ms) })
+}
+
+// spawn runs f on a goroutine Close waits for; after Close, not at all.
+func (r *Registry) spawn(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
 }

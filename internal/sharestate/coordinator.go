@@ -133,6 +133,10 @@ func (c *Coordinator) LoadRecord(p int32, key, value []byte) error {
 		if err != nil {
 			return err
 		}
+		if s.StartOffset < 0 { // deleted, its state epoch kept (Delete)
+			op.states[k] = &state{snap: share.Snapshot{StateEpoch: s.StateEpoch}, fence: s.LeaderEpoch}
+			return nil
+		}
 		op.states[k] = &state{snap: s, exists: true, fence: s.LeaderEpoch}
 	case share.RecordUpdate:
 		u, err := share.DecodeUpdate(value)
@@ -201,10 +205,10 @@ func (c *Coordinator) get(k Key, create bool) (*state, error) {
 
 // Read returns k's state (ok false: none), fencing writes from leader
 // epochs older than leaderEpoch (none when leaderEpoch is negative: a
-// reader that will not write).
+// reader that will not write, and leaves nothing behind).
 func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
-	st, err := c.get(k, true)
-	if err != nil {
+	st, err := c.get(k, leaderEpoch >= 0)
+	if err != nil || st == nil {
 		return share.Snapshot{}, false, err
 	}
 	st.mu.Lock()
@@ -237,12 +241,12 @@ func (c *Coordinator) Write(k Key, u share.Update) error {
 	}
 	base := st.snap
 	switch {
+	case u.StateEpoch != base.StateEpoch:
+		return ErrFencedState // the state was reset or deleted since the writer read it
 	case !st.exists && u.StartOffset < 0:
 		return ErrNoState
 	case !st.exists:
 		base = share.Snapshot{StartOffset: u.StartOffset, StateEpoch: st.snap.StateEpoch}
-	case u.StateEpoch != base.StateEpoch:
-		return ErrFencedState
 	}
 	next, err := applyUpdate(base, u)
 	if err != nil {
@@ -274,23 +278,23 @@ func (c *Coordinator) Initialize(k Key, start int64) error {
 	return nil
 }
 
-// Delete removes k's state (DeleteShareGroupOffsets, DeleteGroups) with a
-// tombstone.
+// Delete removes k's state (DeleteShareGroupOffsets). The record left is
+// a snapshot with start offset -1 and the next state epoch, not a
+// tombstone, so that after a coordinator failover a write from whoever
+// loaded the old state is still refused.
 func (c *Coordinator) Delete(k Key) error {
 	st, err := c.get(k, false)
-	if err != nil || st == nil {
+	if err != nil || st == nil || !st.exists {
 		return err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	wait, err := c.appendTo(PartitionFor(k, c.partitions()), share.AppendKey(nil, share.RecordSnapshot, k.Group, k.TopicID, k.Partition), nil)
-	if err == nil {
-		err = wait()
-	}
-	if err != nil {
+	gone := share.Snapshot{StateEpoch: st.snap.StateEpoch + 1, SnapshotEpoch: st.snap.SnapshotEpoch + 1,
+		LeaderEpoch: max(st.fence, 0), StartOffset: -1}
+	if err := c.append(k, gone); err != nil {
 		return err
 	}
-	st.snap, st.exists = share.Snapshot{StateEpoch: st.snap.StateEpoch + 1}, false
+	st.snap, st.exists = share.Snapshot{StateEpoch: gone.StateEpoch}, false
 	return nil
 }
 

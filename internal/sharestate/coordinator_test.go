@@ -130,8 +130,47 @@ func TestFencing(t *testing.T) {
 	if s, ok, _ := c.Read(key, 4); ok || s.StateEpoch != 2 {
 		t.Fatalf("after the delete: ok %v state %+v", ok, s)
 	}
-	if err := c.Write(key, share.Update{LeaderEpoch: 4, StartOffset: -1}); !errors.Is(err, ErrNoState) {
-		t.Fatalf("update after the delete: %v", err)
+	// Whoever loaded the deleted state is refused, even with a start
+	// offset; a fresh start (state epoch 2) is accepted.
+	if err := c.Write(key, share.Update{LeaderEpoch: 4, StateEpoch: 1, StartOffset: 15}); !errors.Is(err, kerr.FencedStateEpoch) {
+		t.Fatalf("write of the deleted state: %v", err)
+	}
+	if err := c.Write(key, share.Update{LeaderEpoch: 4, StateEpoch: 2, StartOffset: -1}); !errors.Is(err, ErrNoState) {
+		t.Fatalf("update with no state: %v", err)
+	}
+	if err := c.Write(key, share.Update{LeaderEpoch: 4, StateEpoch: 2, StartOffset: 20}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A deletion survives a coordinator failover with its state epoch.
+func TestDeleteReplays(t *testing.T) {
+	l := &memLog{}
+	c := owned(l)
+	if err := c.Write(key, share.Update{LeaderEpoch: 1, StartOffset: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	c2 := New(l.append, nil)
+	c2.SetPartitions(1)
+	c2.BeginLoad(0)
+	for _, r := range l.recs {
+		if err := c2.LoadRecord(0, r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c2.FinishLoad(0)
+	if s, ok, err := c2.Read(key, 1); ok || err != nil || s.StateEpoch != 1 {
+		t.Fatalf("after replay: %+v ok %v err %v; want no state at state epoch 1", s, ok, err)
+	}
+	if err := c2.Write(key, share.Update{LeaderEpoch: 1, StartOffset: 15}); !errors.Is(err, kerr.FencedStateEpoch) {
+		t.Fatalf("stale write after replay: %v", err)
+	}
+	// A look leaves nothing behind.
+	if _, ok, err := c2.Read(Key{Group: "nobody", Partition: 0}, -1); ok || err != nil {
+		t.Fatalf("look at nothing: ok %v err %v", ok, err)
 	}
 }
 
