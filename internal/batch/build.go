@@ -2,6 +2,7 @@ package batch
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 )
 
@@ -49,4 +50,55 @@ func appendVarBytes(dst, b []byte) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(len(b)))
 	return append(dst, b...)
+}
+
+// Control record types (the int16 after the version in a control record's
+// key), as in Kafka's ControlRecordType.
+const (
+	ControlAbort  int16 = 0
+	ControlCommit int16 = 1
+)
+
+// BuildControl encodes a transaction marker as Kafka writes it: one
+// uncompressed batch with the transactional and control bits, the
+// producer's id and epoch, base sequence -1, and one record whose key is
+// version 0 and the type (ControlAbort or ControlCommit) and whose value is
+// version 0 and the coordinator's epoch.
+func BuildControl(producerID int64, epoch int16, typ int16, coordinatorEpoch int32, ts int64) []byte {
+	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), uint16(typ))
+	val := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), uint32(coordinatorEpoch))
+	out := Build([]KV{{Key: key, Value: val}}, ts)
+	binary.BigEndian.PutUint16(out[21:], AttrTransactional|AttrControl)
+	binary.BigEndian.PutUint64(out[43:], uint64(producerID))
+	binary.BigEndian.PutUint16(out[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crcTable))
+	return out
+}
+
+// ControlType returns the type of the control batch b (its first record's
+// key: version int16, type int16), or an error when b is not a control
+// batch or its key is malformed.
+func ControlType(b []byte) (int16, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	if !h.Control() {
+		return 0, fmt.Errorf("%w: not a control batch", ErrInvalidRecord)
+	}
+	if h.Size() > len(b) {
+		return 0, fmt.Errorf("%w: truncated batch", ErrCorrupt)
+	}
+	recs := b[HeaderSize:h.Size()]
+	if h.Codec() != CodecNone {
+		return 0, fmt.Errorf("%w: compressed control batch", ErrInvalidRecord)
+	}
+	r, _, err := parseRecord(recs, false)
+	if err != nil {
+		return 0, err
+	}
+	if len(r.Key) < 4 {
+		return 0, fmt.Errorf("%w: control record key of %d bytes", ErrInvalidRecord, len(r.Key))
+	}
+	return int16(binary.BigEndian.Uint16(r.Key[2:])), nil
 }

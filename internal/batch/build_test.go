@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"hash/crc32"
 	"testing"
 )
 
@@ -22,5 +23,37 @@ func TestBuildRoundTrip(t *testing.T) {
 		if !bytes.Equal(r.Key, recs[i].Key) || !bytes.Equal(r.Value, recs[i].Value) || (r.Value == nil) != (recs[i].Value == nil) {
 			t.Fatalf("record %d: %q=%q", i, r.Key, r.Value)
 		}
+	}
+}
+
+func TestBuildControlMatchesKafkaLayout(t *testing.T) {
+	for _, typ := range []int16{ControlAbort, ControlCommit} {
+		b := BuildControl(42, 3, typ, 7, 1000)
+		h, err := ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Control() || !h.Transactional() || h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != -1 || h.RecordCount != 1 {
+			t.Fatalf("header %+v", h)
+		}
+		if crc32.Checksum(b[21:], crcTable) != h.CRC {
+			t.Fatal("crc")
+		}
+		got, err := ControlType(b)
+		if err != nil || got != typ {
+			t.Fatalf("ControlType = %d, %v; want %d", got, err, typ)
+		}
+		recs, _, err := Records(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantKey := []byte{0, 0, 0, byte(typ)}
+		wantVal := []byte{0, 0, 0, 0, 0, 7}
+		if !bytes.Equal(recs[0].Key, wantKey) || !bytes.Equal(recs[0].Value, wantVal) {
+			t.Fatalf("record key %x value %x", recs[0].Key, recs[0].Value)
+		}
+	}
+	if _, err := ControlType(Build([]KV{{Key: []byte("k"), Value: []byte("v")}}, 1)); err == nil {
+		t.Fatal("ControlType accepted a data batch")
 	}
 }

@@ -8,8 +8,13 @@ package handler
 // NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas
 // (NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank during the wait). Topic ids (v13+) are
 // served, and NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951,
-// leaders.go). Not honoured yet: transactional batches (INVALID_RECORD
-// until transactions land), per-record errors (ErrorRecords).
+// leaders.go). Transactional batches (with a producer id) are accepted and
+// open the producer's transaction on the partition until a WriteTxnMarkers
+// COMMIT or ABORT ends it. Not honoured yet: a request with a
+// TransactionalID is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// until the transaction coordinator lands, so nothing checks yet that a
+// transactional batch's partition was added to a transaction; per-record
+// errors (ErrorRecords).
 
 import (
 	"context"

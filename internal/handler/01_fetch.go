@@ -11,9 +11,11 @@ package handler
 // with a replica id (ReplicaID before v15, ReplicaState after) is a
 // follower's: it reads up to the log end offset and its fetch offset tells
 // the leader how far the follower's log reaches (replication.go in
-// internal/replica). Not honoured yet: read_committed filtering of aborted
-// transactions (there are none until transactions land: LSO = HW), fetching
-// from followers (KIP-392).
+// internal/replica). isolation_level=1 (read_committed) reads up to the
+// last stable offset and lists the aborted transactions overlapping the
+// records returned (from the fetch offset to the LSO); LastStableOffset is
+// the LSO at either level, as in Kafka. Not honoured yet: fetching from
+// followers (KIP-392).
 
 import (
 	"context"
@@ -152,16 +154,27 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchRes
 				max = int32(rem)
 			}
 			var res replica.ReadResult
-			if replicaID >= 0 {
+			switch {
+			case replicaID >= 0:
 				res, err = p.ReadReplica(replicaID, rp.FetchOffset, max, alloc)
-			} else {
+				res.LastStableOffset = res.HighWatermark
+			case r.IsolationLevel == 1:
+				res, err = p.ReadCommitted(rp.FetchOffset, max, total == 0, alloc)
+			default:
 				res, err = p.Read(rp.FetchOffset, max, total == 0, alloc)
 			}
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 			if err != nil {
 				sp.ErrorCode = code(err)
 				hadErr = true
 				continue
+			}
+			if r.IsolationLevel == 1 && replicaID < 0 {
+				sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.Aborted))
+				for k, a := range res.Aborted {
+					sp.AbortedTransactions[k] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					sp.AbortedTransactions[k].ProducerID, sp.AbortedTransactions[k].FirstOffset = a.ProducerID, a.FirstOffset
+				}
 			}
 			sp.RecordBatches = res.Records
 			if sp.RecordBatches == nil {

@@ -1,7 +1,8 @@
 package handler
 
 // ListOffsets, versions 0-11: earliest (-2), latest (-1, the high
-// watermark), max timestamp (-3, v7+), earliest local (-4, = earliest),
+// watermark; the last stable offset with isolation_level=1, v2+, which
+// also bounds -3 and timestamp lookups), max timestamp (-3, v7+), earliest local (-4, = earliest),
 // latest tiered (-5) and earliest pending upload (-6) answer -1 (no tiered
 // storage), and timestamp lookups. v0's OldStyleOffsets carries one offset.
 
@@ -31,7 +32,7 @@ func (b *Broker) listOffsets(_ context.Context, req *server.Request) (server.Rep
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, -1
 			err := terr
 			if err == nil {
-				err = b.listOffset(t.Name, rp, &sp, r.Version)
+				err = b.listOffset(t.Name, rp, &sp, r.Version, r.IsolationLevel)
 			}
 			if err != nil {
 				sp.ErrorCode = code(err)
@@ -46,7 +47,7 @@ func (b *Broker) listOffsets(_ context.Context, req *server.Request) (server.Rep
 	return now(resp), nil
 }
 
-func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, version int16) error {
+func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, version int16, isolation int8) error {
 	t := b.image().Topic(topic)
 	p, err := b.partition(t, rp.Partition)
 	if err != nil {
@@ -62,6 +63,11 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 		return fmt.Errorf("%w: the new leader's high watermark is still catching up", kerr.OffsetNotAvailable)
 	}
 	hw := p.HighWatermark()
+	if isolation == 1 {
+		// read_committed: latest is the last stable offset, and lookups
+		// by time stop there too, as in Kafka.
+		hw = p.LastStableOffset()
+	}
 	sp.LeaderEpoch = p.LeaderEpoch()
 	switch rp.Timestamp {
 	case -2, -4:

@@ -24,7 +24,7 @@ func (m *Manager) RunCleaner(ctx context.Context) {
 		cc := cfg.Compact
 		// Never clean past what is committed: a newer value above the high
 		// watermark must not make an older committed one removable.
-		cc.MaxOffset = p.HighWatermark()
+		cc.MaxOffset = p.LastStableOffset()
 		if !p.log.NeedsCompaction(cc) {
 			continue
 		}

@@ -527,13 +527,28 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 		p.appendMu.Unlock()
 		return err
 	}
+	txns := false
 	for off := 0; off < len(data); {
 		h := batch.DecodeHeader(data[off:])
-		if h.ProducerID >= 0 && !h.Control() {
+		switch {
+		case h.ProducerID < 0:
+		case h.Control():
+			typ, err := batch.ControlType(data[off : off+h.Size()])
+			if err != nil {
+				p.logg.Warn("follower: skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", h.BaseOffset, "err", err)
+				break
+			}
+			p.producers.endTxn(h.ProducerID, h.ProducerEpoch, typ == batch.ControlCommit, h.BaseOffset, h.MaxTimestamp)
+			p.prodDirty, txns = true, true
+		default:
 			p.producers.update(&h, h.BaseOffset, h.MaxTimestamp)
 			p.prodDirty = true
+			txns = txns || h.Transactional()
 		}
 		off += h.Size()
+	}
+	if txns {
+		p.publishTxns()
 	}
 	p.nextOffset = p.log.LogEndOffset()
 	p.appendMu.Unlock()

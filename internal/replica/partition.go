@@ -56,6 +56,9 @@ type Partition struct {
 	appendMu  sync.Mutex
 	producers *producerState
 	prodDirty bool
+	// txns is what readers need of the transactions (txn.go), published
+	// under appendMu; nil until the partition has seen one.
+	txns atomic.Pointer[txnView]
 	// nextOffset is the offset the next staged record gets (fsync mode).
 	nextOffset int64
 	// staged holds appended batches not yet written to the log, in order.
@@ -194,8 +197,8 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 	if idem && len(v.Batches) != 1 {
 		return res, ErrMultipleBatches
 	}
-	if h.Transactional() {
-		return res, fmt.Errorf("%w: transactions are not served yet", batch.ErrInvalidRecord)
+	if h.Transactional() && !idem {
+		return res, fmt.Errorf("%w: a transactional batch needs a producer id", batch.ErrInvalidRecord)
 	}
 
 	p.appendMu.Lock()
@@ -226,6 +229,9 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 		if idem {
 			p.producers.update(h, base, now)
 			p.prodDirty = true
+			if h.Transactional() {
+				p.publishTxns()
+			}
 		}
 		res.BaseOffset = base
 		res.Durable = p.nextOffset
@@ -246,6 +252,9 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 	if idem {
 		p.producers.update(h, ar.FirstOffset, now)
 		p.prodDirty = true
+		if h.Transactional() {
+			p.publishTxns()
+		}
 	}
 	res.BaseOffset = ar.FirstOffset
 	res.Durable = ar.LogEndOffset
@@ -453,26 +462,50 @@ func (p *Partition) genChanged(gen uint64) error {
 
 // ReadResult is what a fetch of one partition returns.
 type ReadResult struct {
-	Records        []byte
-	HighWatermark  int64
-	LogStartOffset int64
-	LogEndOffset   int64
+	Records          []byte
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	LogEndOffset     int64
+	// Aborted lists, for a read_committed read, the aborted transactions
+	// that overlap the offsets from the fetch offset to the LSO.
+	Aborted []AbortedTxn
 }
 
-// Read returns committed batches from offset. alloc, when not nil,
-// provides the result buffer (see log.ReadWith).
+// Read returns committed batches from offset (read_uncommitted: up to the
+// high watermark). alloc, when not nil, provides the result buffer (see
+// log.ReadWith).
 func (p *Partition) Read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (ReadResult, error) {
+	return p.read(offset, maxBytes, minOne, alloc, false)
+}
+
+// ReadCommitted is Read for isolation.level=read_committed: batches up to
+// the last stable offset, with the aborted transactions among them.
+func (p *Partition) ReadCommitted(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (ReadResult, error) {
+	return p.read(offset, maxBytes, minOne, alloc, true)
+}
+
+func (p *Partition) read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte, committed bool) (ReadResult, error) {
 	hw := p.hw.Load()
-	r := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	if offset > hw && offset <= r.LogEndOffset {
-		// Written but not yet durable: nothing to read yet, not an error.
+	lso := p.lastStable(hw)
+	r := ReadResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	upto := hw
+	if committed {
+		upto = lso
+	}
+	if offset > upto && offset <= r.LogEndOffset {
+		// Written but not yet durable (or stable): nothing to read yet,
+		// not an error.
 		return r, nil
 	}
-	data, err := p.log.ReadWith(alloc, offset, maxBytes, hw, minOne)
+	data, err := p.log.ReadWith(alloc, offset, maxBytes, upto, minOne)
 	if err != nil {
 		return r, err
 	}
 	r.Records = data
+	if committed && len(data) > 0 {
+		r.Aborted = p.abortedIn(offset, upto)
+	}
 	return r, nil
 }
 
@@ -555,6 +588,8 @@ func (p *Partition) snapshotProducers(force bool) {
 		// could make a retry look like a duplicate of a lost batch.
 		return
 	}
+	p.producers.pruneAborted(p.log.LogStartOffset())
+	p.publishTxns()
 	b, err := p.producers.marshal()
 	if err == nil {
 		err = p.log.SaveProducerSnapshot(p.log.LogEndOffset(), b)
@@ -586,11 +621,25 @@ func (p *Partition) loadProducers() error {
 		p.producers = newProducerState()
 		from = p.log.LogStartOffset()
 	}
-	return p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
-		if bh.ProducerID < 0 || bh.Attributes&batch.AttrControl != 0 {
+	err = p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
+		if bh.ProducerID < 0 {
+			return nil
+		}
+		if bh.Attributes&batch.AttrControl != 0 {
+			data, err := p.log.Read(bh.BaseOffset, 1, bh.LastOffset()+1, true)
+			if err != nil {
+				return err
+			}
+			typ, err := batch.ControlType(data)
+			if err != nil {
+				p.logg.Warn("skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", bh.BaseOffset, "err", err)
+				return nil
+			}
+			p.producers.endTxn(bh.ProducerID, bh.ProducerEpoch, typ == batch.ControlCommit, bh.BaseOffset, bh.MaxTimestamp)
 			return nil
 		}
 		h := batch.Header{
+			Attributes: bh.Attributes,
 			ProducerID: bh.ProducerID, ProducerEpoch: bh.ProducerEpoch,
 			BaseSequence: bh.BaseSequence, LastOffsetDelta: bh.LastOffsetDelta, MaxTimestamp: bh.MaxTimestamp,
 		}
@@ -604,6 +653,9 @@ func (p *Partition) loadProducers() error {
 		p.producers.update(&h, bh.BaseOffset, bh.MaxTimestamp)
 		return nil
 	})
+	p.producers.pruneAborted(p.log.LogStartOffset())
+	p.publishTxns()
+	return err
 }
 
 // TimestampAt returns the timestamp of the committed record at off (for

@@ -32,7 +32,30 @@ type producerEntry struct {
 	Batches []batchMeta `json:"b"`
 	// LastSeen is the log append time (ms) of its last batch, for expiry.
 	LastSeen int64 `json:"t"`
+	// InTxn says the producer has an ongoing transaction on this
+	// partition, whose first offset is TxnFirst: from its first
+	// transactional batch to its COMMIT or ABORT marker. Snapshots written
+	// before transactions lack both (no transaction).
+	InTxn    bool  `json:"it,omitempty"`
+	TxnFirst int64 `json:"tf,omitempty"`
 }
+
+// AbortedTxn is one aborted transaction of a partition: its producer, its
+// first offset and the offset of its ABORT marker (Kafka's AbortedTxn).
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// unstableTxn is a transaction that holds back the last stable offset:
+// ongoing (end = maxOffset), or ended by a marker at end that is not yet
+// below the high watermark.
+type unstableTxn struct {
+	first, end int64
+}
+
+const maxOffset = int64(1<<63 - 1)
 
 const maxCachedBatches = 5
 
@@ -40,9 +63,80 @@ const maxCachedBatches = 5
 // the partition's append mutex.
 type producerState struct {
 	m map[int64]*producerEntry
+	// aborted lists aborted transactions in marker-offset order. It only
+	// grows at the end or loses its head, so a reader holding an older
+	// slice header (Partition.aborted) never sees an element change.
+	aborted []AbortedTxn
+	// ended are transactions whose marker is appended but may not be
+	// below the high watermark yet: they hold the LSO back until it is.
+	ended []unstableTxn
 }
 
 func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+
+// unstable lists the transactions that may hold back the last stable
+// offset at high watermark hw, dropping ended ones now below it.
+func (ps *producerState) unstable(hw int64) []unstableTxn {
+	n := 0
+	for _, u := range ps.ended {
+		if u.end >= hw {
+			ps.ended[n] = u
+			n++
+		}
+	}
+	ps.ended = ps.ended[:n]
+	var out []unstableTxn
+	for _, e := range ps.m {
+		if e.InTxn {
+			out = append(out, unstableTxn{first: e.TxnFirst, end: maxOffset})
+		}
+	}
+	return append(out, ps.ended...)
+}
+
+// checkMarker refuses a transaction marker from an older producer epoch.
+func (ps *producerState) checkMarker(producerID int64, epoch int16) error {
+	if e := ps.m[producerID]; e != nil && epoch < e.Epoch {
+		return fmt.Errorf("%w: marker for producer %d at epoch %d, current %d", ErrInvalidEpoch, producerID, epoch, e.Epoch)
+	}
+	return nil
+}
+
+// endTxn applies a COMMIT or ABORT marker appended at offset: the
+// producer's transaction ends, and an aborted one joins the aborted list.
+// A marker at a newer epoch (Transactions V2 bumps it) restarts the
+// producer's sequence checks.
+func (ps *producerState) endTxn(producerID int64, epoch int16, commit bool, offset, now int64) {
+	e := ps.m[producerID]
+	if e == nil {
+		e = &producerEntry{Epoch: epoch}
+		ps.m[producerID] = e
+	}
+	if epoch > e.Epoch {
+		e.Epoch = epoch
+		e.Batches = e.Batches[:0]
+	}
+	if e.InTxn {
+		if !commit {
+			ps.aborted = append(ps.aborted, AbortedTxn{ProducerID: producerID, FirstOffset: e.TxnFirst, LastOffset: offset})
+		}
+		ps.ended = append(ps.ended, unstableTxn{first: e.TxnFirst, end: offset})
+	}
+	e.InTxn, e.TxnFirst = false, 0
+	e.LastSeen = now
+}
+
+// pruneAborted forgets aborted transactions whose marker is below the log
+// start offset (their data is gone).
+func (ps *producerState) pruneAborted(logStart int64) {
+	i := 0
+	for i < len(ps.aborted) && ps.aborted[i].LastOffset < logStart {
+		i++
+	}
+	if i > 0 {
+		ps.aborted = ps.aborted[i:]
+	}
+}
 
 // check decides what to do with an idempotent batch: a duplicate returns
 // the original batch, an error rejects it, nil/nil means append.
@@ -105,6 +199,9 @@ func (ps *producerState) update(h *batch.Header, firstOffset int64, now int64) {
 		Timestamp: h.MaxTimestamp,
 	})
 	e.LastSeen = now
+	if h.Transactional() && !e.InTxn {
+		e.InTxn, e.TxnFirst = true, firstOffset
+	}
 }
 
 // truncate forgets batches at or above offset (after a log truncation).
@@ -118,7 +215,10 @@ func (ps *producerState) truncate(offset int64) {
 			}
 		}
 		e.Batches = e.Batches[:n]
-		if n == 0 {
+		if e.InTxn && e.TxnFirst >= offset {
+			e.InTxn, e.TxnFirst = false, 0
+		}
+		if n == 0 && !e.InTxn {
 			delete(ps.m, id)
 		}
 	}
@@ -129,20 +229,58 @@ func (ps *producerState) truncate(offset int64) {
 func (ps *producerState) expire(cutoff int64) bool {
 	n := len(ps.m)
 	for id, e := range ps.m {
-		if e.LastSeen < cutoff {
+		if e.LastSeen < cutoff && !e.InTxn {
 			delete(ps.m, id)
 		}
 	}
 	return len(ps.m) != n
 }
 
-func (ps *producerState) marshal() ([]byte, error) { return json.Marshal(ps.m) }
+// snapshotV2 is the snapshot data since transactions: the producers and
+// the aborted transactions. Version 1 data is the bare producer map
+// (docs/format/log.md).
+type snapshotV2 struct {
+	V       int                      `json:"v"`
+	P       map[int64]*producerEntry `json:"p"`
+	Aborted [][3]int64               `json:"a,omitempty"`
+}
+
+func (ps *producerState) marshal() ([]byte, error) {
+	s := snapshotV2{V: 2, P: ps.m}
+	for _, a := range ps.aborted {
+		s.Aborted = append(s.Aborted, [3]int64{a.ProducerID, a.FirstOffset, a.LastOffset})
+	}
+	return json.Marshal(s)
+}
 
 func (ps *producerState) unmarshal(b []byte) error {
-	m := map[int64]*producerEntry{}
-	if err := json.Unmarshal(b, &m); err != nil {
+	var v struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	ps.m = m
+	if v.V == 0 { // version 1: the producer map alone
+		m := map[int64]*producerEntry{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		ps.m, ps.aborted = m, nil
+		return nil
+	}
+	if v.V != 2 {
+		return fmt.Errorf("producer snapshot data version %d", v.V)
+	}
+	var s snapshotV2
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s.P == nil {
+		s.P = map[int64]*producerEntry{}
+	}
+	ps.m, ps.aborted = s.P, nil
+	for _, a := range s.Aborted {
+		ps.aborted = append(ps.aborted, AbortedTxn{ProducerID: a[0], FirstOffset: a[1], LastOffset: a[2]})
+	}
 	return nil
 }
