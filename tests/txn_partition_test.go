@@ -212,3 +212,42 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	produceSync(t, cl, &kgo.Record{Topic: "txn", Value: []byte("plain")})
 	after.waitFor(t, "a0", "a1", "c0", "plain")
 }
+
+// SIGKILL, so no clean close and no fresh producer snapshot: recovery
+// rebuilds the open transaction and the aborted list from the log.
+func TestTransactionsSurviveCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a broker process")
+	}
+	dir := t.TempDir()
+	p := tc.StartProcess(t, dir)
+	tc.CreateTopic(t, p.Addr(), "txn", 1, nil)
+	cl := tc.Client(t, p.Addr())
+	p1, e1 := initPID(t, cl)
+	p2, e2 := initPID(t, cl)
+	produceTxn(t, cl, "txn", p1, e1, 0, "a0", "a1")              // 0-1
+	produceTxn(t, cl, "txn", p2, e2, 0, "b0")                    // 2
+	if ec := writeMarker(t, cl, "txn", p1, e1, false); ec != 0 { // 3: abort a
+		t.Fatalf("abort marker: %v", kerr.ErrorForCode(ec))
+	}
+	produceTxn(t, cl, "txn", p1, e1, 2, "c0")                   // 4, left open with b
+	if ec := writeMarker(t, cl, "txn", p2, e2, true); ec != 0 { // 5: commit b
+		t.Fatalf("commit marker: %v", kerr.ErrorForCode(ec))
+	}
+	if u, c := latest(t, cl, "txn", 0), latest(t, cl, "txn", 1); u != 6 || c != 4 {
+		t.Fatalf("before the crash: latest %d / %d, want 6 / 4", u, c)
+	}
+	cl.Close()
+	p.Kill()
+	p.Restart()
+	cl = tc.Client(t, p.Addr())
+	if u, c := latest(t, cl, "txn", 0), latest(t, cl, "txn", 1); u != 6 || c != 4 {
+		t.Fatalf("after the crash: latest %d / %d, want 6 / 4", u, c)
+	}
+	newConsumer(t, p.Addr(), "txn", kgo.ReadCommitted()).waitFor(t, "b0")
+	if ec := writeMarker(t, cl, "txn", p1, e1, true); ec != 0 { // 6: commit c
+		t.Fatalf("commit after the crash: %v", kerr.ErrorForCode(ec))
+	}
+	newConsumer(t, p.Addr(), "txn", kgo.ReadCommitted()).waitFor(t, "b0", "c0")
+	newConsumer(t, p.Addr(), "txn", kgo.ReadUncommitted()).waitFor(t, "a0", "a1", "b0", "c0")
+}

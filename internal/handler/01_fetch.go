@@ -13,7 +13,7 @@ package handler
 // the leader how far the follower's log reaches (replication.go in
 // internal/replica). isolation_level=1 (read_committed) reads up to the
 // last stable offset and lists the aborted transactions overlapping the
-// records returned (from the fetch offset to the LSO); LastStableOffset is
+// records returned; LastStableOffset is
 // the LSO at either level, as in Kafka. Not honoured yet: fetching from
 // followers (KIP-392).
 

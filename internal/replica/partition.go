@@ -468,7 +468,8 @@ type ReadResult struct {
 	LogStartOffset   int64
 	LogEndOffset     int64
 	// Aborted lists, for a read_committed read, the aborted transactions
-	// that overlap the offsets from the fetch offset to the LSO.
+	// that overlap the records returned (from the fetch offset to the end
+	// of the last batch).
 	Aborted []AbortedTxn
 }
 
@@ -504,7 +505,18 @@ func (p *Partition) read(offset int64, maxBytes int32, minOne bool, alloc func(i
 	}
 	r.Records = data
 	if committed && len(data) > 0 {
-		r.Aborted = p.abortedIn(offset, upto)
+		// The aborted transactions that overlap the batches returned, as
+		// Kafka bounds them: not every one up to the LSO.
+		end := offset
+		for b := data; len(b) >= batch.HeaderSize; {
+			h := batch.DecodeHeader(b)
+			if h.Size() <= 0 || h.Size() > len(b) {
+				break
+			}
+			end = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			b = b[h.Size():]
+		}
+		r.Aborted = p.abortedIn(offset, min(max(end, offset+1), upto))
 	}
 	return r, nil
 }

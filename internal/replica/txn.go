@@ -57,6 +57,11 @@ func (p *Partition) lastStable(hw int64) int64 {
 			lso = u.first
 		}
 	}
+	if start := p.log.LogStartOffset(); lso < start {
+		// Retention or DeleteRecords removed the start of an open
+		// transaction: as in Kafka, the LSO is never below the log start.
+		lso = min(start, hw)
+	}
 	return lso
 }
 

@@ -136,6 +136,24 @@ func TestLastStableOffsetFollowsTransactions(t *testing.T) {
 	if got := readCommitted(t, p); !slices.Equal(got, []string{"plain-0", "plain-1", "t8-0"}) {
 		t.Fatalf("read_committed sees %q", got)
 	}
+	// The aborted transactions listed are those overlapping the batches
+	// returned, not every one up to the LSO.
+	if res, err := p.ReadCommitted(0, 1, true, nil); err != nil || len(res.Aborted) != 0 {
+		t.Fatalf("read of the first batch: %v, aborted %+v", err, res.Aborted)
+	}
+	if res, err := p.ReadCommitted(2, 1, true, nil); err != nil || len(res.Aborted) != 1 {
+		t.Fatalf("read of the aborted batch: %v, aborted %+v", err, res.Aborted)
+	}
+	// The LSO is never below the log start offset, even when an open
+	// transaction's first records are deleted.
+	appendDurable(t, p, txnBatch(10, 0, 0, 2, "t10")) // 8-9
+	if _, err := p.DeleteRecordsBefore(9); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastStableOffset(); got != 9 {
+		t.Fatalf("LSO %d after deleting records below 9, want 9", got)
+	}
+	markerDurable(t, p, 10, 0, batch.ControlCommit) // 10
 	// A marker from an older epoch is fenced; the producer's epoch is 0.
 	appendDurable(t, p, txnBatch(9, 3, 0, 1, "t9"))
 	if _, err := p.AppendMarker(9, 2, batch.ControlCommit, 0); !errors.Is(err, ErrInvalidEpoch) {
