@@ -62,9 +62,10 @@
 // (NextProducerID) and becomes the producer id, at epoch 0, when the
 // transaction completes. A V2 retry of EndTxn presents the epoch before
 // the bump (or the old producer id and 32766) and gets the current ones.
-// A V2 producer whose transaction timed out may abort with its old epoch
-// (taken as a retry) and go on with the bumped one; a new instance's
-// InitProducerId fences it.
+// When the coordinator fences a V2 transaction (timeout, InitProducerId
+// during it) the epoch goes up by two, the fencing bump and the
+// end-of-transaction bump, as in Kafka: the producer's EndTxn with its
+// old epoch is not a retry but PRODUCER_FENCED.
 //
 // KIP-360: a producer presenting its producer id and epoch to
 // InitProducerId keeps its id; the epoch before the bump is remembered

@@ -201,13 +201,20 @@ func (p *Partition) InitProducerID(r InitRequest, now time.Time) Result {
 }
 
 // fenceAndAbort aborts t's ongoing transaction with a bumped epoch, so
-// that its producer is fenced and the markers override its batches.
+// that its producer is fenced and the markers override its batches. A
+// Transactions V2 transaction gets the end-of-transaction bump on top, as
+// Kafka does, so its producer is fenced too (its abort with the old
+// epoch is not taken for a retry). The epoch never passes MaxInt16.
 func (p *Partition) fenceAndAbort(t *Txn, ms int64, res *Result) {
 	t.transition(ms)
 	if t.ProducerEpoch < math.MaxInt16 {
 		t.ProducerEpoch++
 	}
 	t.LastProducerEpoch, t.NextProducerID = NoEpoch, NoProducerID
+	if t.ClientVersion >= TV2 && t.ProducerEpoch < math.MaxInt16 {
+		t.LastProducerEpoch = t.ProducerEpoch
+		t.ProducerEpoch++
+	}
 	t.Status = PrepareAbort
 	p.prepared(t, ms, res)
 }
@@ -361,7 +368,9 @@ func (p *Partition) EndTxn(r EndRequest, now time.Time) Result {
 		return fail(kerr.InvalidProducerIDMapping)
 	}
 	ms := now.UnixMilli()
-	v2 := t.ClientVersion >= TV2 && t.Status != PrepareEpochFence
+	// The request's version picks the rules (EndTxn v5+ is V2), as in
+	// Kafka.
+	v2 := r.ClientVersion >= TV2 && t.Status != PrepareEpochFence
 	// A Transactions V2 client retrying an EndTxn whose answer it lost
 	// presents the epoch before the bump, or the exhausted epoch of the
 	// producer id the transaction ended with.
