@@ -438,7 +438,9 @@ func (p *Partition) end(t *Txn, r EndRequest, empty bool, ms int64) Result {
 	}
 	t.transition(ms)
 	t.ClientVersion = r.ClientVersion
-	if r.ClientVersion >= TV2 {
+	if r.ClientVersion >= TV2 && t.ProducerEpoch < math.MaxInt16 {
+		// (At MaxInt16, which no client is ever given but one may
+		// present after a fence, the next producer id replaces it.)
 		t.LastProducerEpoch = t.ProducerEpoch
 		t.ProducerEpoch++
 	}
