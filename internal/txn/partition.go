@@ -187,8 +187,9 @@ func (p *Partition) InitProducerID(r InitRequest, now time.Time) Result {
 		// The producer continues after an error and nobody fenced it.
 		t.transition(ms)
 		t.ProducerEpoch, t.LastProducerEpoch = t.ProducerEpoch+1, t.ProducerEpoch
-	case r.ProducerEpoch == t.LastProducerEpoch:
-		// A retry of a bump that succeeded: the same epoch again.
+	case r.ProducerEpoch == t.LastProducerEpoch && t.ProducerEpoch < math.MaxInt16:
+		// A retry of a bump that succeeded: the same epoch again (never
+		// MaxInt16, which only a fence reaches and no client is given).
 		t.transition(ms)
 	default:
 		return fail(kerr.ProducerFenced)

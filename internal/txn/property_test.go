@@ -84,6 +84,9 @@ func randomOperations(t *testing.T, seed uint64) {
 				}
 			}
 		}
+		if op == 0 && res.Err == nil && res.ProducerEpoch == math.MaxInt16 {
+			t.Fatalf("step %d: InitProducerId handed out epoch %d", step, res.ProducerEpoch)
+		}
 		h.now = h.now.Add(time.Duration(rng.IntN(20)) * time.Second)
 		if res.Err != nil && res.Err != kerr.ConcurrentTransactions && len(res.Records) > 0 {
 			t.Fatalf("step %d op %d: error %v with records", step, op, res.Err)
