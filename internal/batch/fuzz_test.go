@@ -104,3 +104,20 @@ func FuzzRecords(f *testing.F) {
 		}
 	})
 }
+
+// FuzzControlType: a follower and recovery read control batches from the
+// log and the wire. ControlType never panics, and what BuildControl writes
+// reads back as its type.
+func FuzzControlType(f *testing.F) {
+	f.Add(BuildControl(1, 0, ControlAbort, 0, now), int16(0))
+	f.Add(BuildControl(7, 3, ControlCommit, 9, now), int16(1))
+	f.Add(seedBatches()[0], int16(5))
+	f.Fuzz(func(t *testing.T, data []byte, typ int16) {
+		_, _ = ControlType(data)
+		b := BuildControl(int64(len(data)), int16(len(data)), typ, int32(len(data)), now)
+		got, err := ControlType(b)
+		if err != nil || got != typ {
+			t.Fatalf("ControlType of BuildControl(type %d) = %d, %v", typ, got, err)
+		}
+	})
+}
