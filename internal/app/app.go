@@ -48,6 +48,7 @@ type Node struct {
 	shares   *sharepart.Registry
 	loader   *partitionLoader // __consumer_offsets into groups
 	states   *shareStates
+	txns     *txnCoord
 	kh       *handler.Broker
 	nodeID   int32
 	unsub    func()
@@ -208,6 +209,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
 	n.loader = newOffsetsLoader(n)
+	n.txns = newTxnCoord(n, cfg)
 	n.reconcileLoaders(n.ctrl.Image())
 
 	n.unsub = unsub
@@ -216,7 +218,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Txns: n.txns, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
 	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{
@@ -342,6 +344,9 @@ func (n *Node) Close() error {
 	}
 	if n.states != nil {
 		n.states.close()
+	}
+	if n.txns != nil {
+		n.txns.close()
 	}
 	n.stopSupervisor()
 	if n.replicas != nil {

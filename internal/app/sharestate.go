@@ -55,6 +55,9 @@ func (n *Node) reconcileLoaders(im *metadata.Image) {
 	if n.states != nil {
 		n.states.loader.reconcile(im)
 	}
+	if n.txns != nil {
+		n.txns.loader.reconcile(im)
+	}
 }
 
 // appendShareState appends a record to a local __share_group_state

@@ -4,9 +4,9 @@ package handler
 // map to the leader of partition abs(hash(group)) % offsets.topic.num.partitions
 // of __consumer_offsets, share keys (2, "group:topicId:partition") to the
 // leader of partition abs(hash(key)) % share.coordinator.state.topic.num.partitions
-// of __share_group_state; both topics are created on first use as Kafka
-// does. Transaction coordinators (1) are not served yet:
-// COORDINATOR_NOT_AVAILABLE.
+// of __share_group_state, transactional ids (1) to the leader of
+// partition abs(hash(id)) % transaction.state.log.num.partitions of
+// __transaction_state; the topics are created on first use as Kafka does.
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharestate"
+	"github.com/berthmq/berth/internal/txn"
 )
 
 func init() { register(10, 0, 6, (*Broker).findCoordinator) }
@@ -67,8 +68,13 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 			return metadata.Broker{}, fmt.Errorf("%w: share coordinator key %q is not group:topicId:partition", kerr.InvalidRequest, key)
 		}
 		spec = shareStateTopicSpec
+	case 1:
+		if key == "" {
+			return metadata.Broker{}, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+		}
+		spec = txnStateTopicSpec
 	default:
-		return metadata.Broker{}, fmt.Errorf("%w: transaction coordinators are not served yet", kerr.CoordinatorNotAvailable)
+		return metadata.Broker{}, fmt.Errorf("%w: coordinator type %d", kerr.InvalidRequest, typ)
 	}
 	t, err := b.ensureInternalTopic(ctx, spec)
 	if err != nil {
@@ -97,6 +103,8 @@ var (
 		"offsets.topic.replication.factor", "offsets.topic.segment.bytes"}
 	shareStateTopicSpec = internalTopic{sharestate.Topic, "share.coordinator.state.topic.num.partitions",
 		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes"}
+	txnStateTopicSpec = internalTopic{txn.Topic, "transaction.state.log.num.partitions",
+		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes"}
 )
 
 // ShareStateTopic returns __share_group_state, creating it on first use.

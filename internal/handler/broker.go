@@ -84,6 +84,9 @@ type Config struct {
 	// partitions this node leads (ReadShareGroupState,
 	// WriteShareGroupState); nil answers COORDINATOR_NOT_AVAILABLE.
 	ShareStates *sharestate.Coordinator
+	// Txns is the transaction coordinator of the __transaction_state
+	// partitions this node leads; nil answers COORDINATOR_NOT_AVAILABLE.
+	Txns TxnCoordinator
 	// Elector runs ElectLeaders on the active controller (the node's
 	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
 	Elector Elector

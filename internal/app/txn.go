@@ -1,0 +1,395 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/peer"
+	"github.com/berthmq/berth/internal/txn"
+)
+
+// txnCoord is the node's transaction coordinator: one txn.Partition per
+// __transaction_state partition this node leads, loaded by a
+// partitionLoader (replay, then the pending markers are sent again). Each
+// operation runs under its partition's mutex, appends the Result's
+// records through the replica path and answers once they are durable;
+// the markers of a Result are then written by WriteTxnMarkers to each
+// partition's leader (through a peer connection, to this node too) and
+// the transaction completed with MarkersDone.
+type txnCoord struct {
+	n      *Node
+	cfg    txn.Config
+	loader *partitionLoader
+
+	mu    sync.Mutex // guards parts
+	parts map[int32]*txnPart
+
+	wg sync.WaitGroup // timers and marker senders
+}
+
+// txnPart is one loaded __transaction_state partition. mu owns p: every
+// call on it, and every append of its records (so the log has them in
+// the order they were made).
+type txnPart struct {
+	index int32
+	stop  chan struct{} // closed on unload: its timers and marker senders end
+
+	mu      sync.Mutex // guards p, loading, epoch
+	p       *txn.Partition
+	loading bool  // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
+	epoch   int32 // coordinator epoch: the partition's leader epoch when loaded
+}
+
+func newTxnCoord(n *Node, cfg *config.Config) *txnCoord {
+	c := &txnCoord{n: n, parts: map[int32]*txnPart{}, cfg: txn.Config{
+		MaxTimeout:        cfg.Duration("transaction.max.timeout.ms"),
+		IDExpiration:      cfg.Duration("transactional.id.expiration.ms"),
+		AbortInterval:     cfg.Duration("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		ExpireInterval:    cfg.Duration("transaction.remove.expired.transaction.cleanup.interval.ms"),
+		OffsetsPartitions: int32(cfg.Int("offsets.topic.num.partitions")),
+	}}
+	c.loader = &partitionLoader{n: n, topic: txn.Topic, what: "transaction state", loaded: map[int32]bool{},
+		begin: c.begin, finish: c.finish, unload: c.unload,
+		record: func(p int32, key, value []byte) {
+			tp := c.get(p)
+			if tp == nil {
+				return
+			}
+			// The partition is loading: no operation touches p until
+			// finish, which takes mu.
+			if err := tp.p.Replay(key, value); err != nil {
+				n.log.Warn("skipping __transaction_state record", "partition", p, "err", err)
+			}
+		}}
+	return c
+}
+
+// allocate hands out producer ids from the node's blocks (the ones
+// InitProducerId without a transactional id uses).
+func (c *txnCoord) allocate() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.n.kh.NextProducerID(ctx)
+}
+
+func (c *txnCoord) get(p int32) *txnPart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parts[p]
+}
+
+func (c *txnCoord) begin(p int32) {
+	tp := &txnPart{index: p, stop: make(chan struct{}), p: txn.NewPartition(c.cfg, c.allocate), loading: true}
+	if part := c.n.replicas.Get(txn.Topic, p); part != nil {
+		tp.epoch = part.LeaderEpoch()
+	}
+	c.mu.Lock()
+	c.parts[p] = tp
+	c.mu.Unlock()
+}
+
+func (c *txnCoord) finish(p int32) {
+	tp := c.get(p)
+	if tp == nil {
+		return
+	}
+	tp.mu.Lock()
+	tp.loading = false
+	pending := tp.p.Pending()
+	tp.mu.Unlock()
+	for _, m := range pending {
+		c.sendMarkers(tp, m)
+	}
+	c.wg.Add(1)
+	go c.timers(tp)
+}
+
+func (c *txnCoord) unload(p int32) {
+	c.mu.Lock()
+	tp := c.parts[p]
+	delete(c.parts, p)
+	c.mu.Unlock()
+	if tp != nil {
+		close(tp.stop)
+	}
+}
+
+func (c *txnCoord) close() {
+	c.loader.wg.Wait()
+	c.mu.Lock()
+	for p, tp := range c.parts {
+		close(tp.stop)
+		delete(c.parts, p)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// Loaded implements handler.TxnCoordinator.
+func (c *txnCoord) Loaded() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int32, 0, len(c.parts))
+	for p := range c.parts {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// View implements handler.TxnCoordinator.
+func (c *txnCoord) View(p int32, fn func(*txn.Partition)) error {
+	tp := c.get(p)
+	if tp == nil {
+		return kerr.NotCoordinator
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.loading {
+		return kerr.CoordinatorLoadInProgress
+	}
+	fn(tp.p)
+	return nil
+}
+
+// Do implements handler.TxnCoordinator.
+func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time.Time) txn.Result) txn.Result {
+	tp := c.get(p)
+	if tp == nil {
+		return txnFail(kerr.NotCoordinator)
+	}
+	tp.mu.Lock()
+	if tp.loading {
+		tp.mu.Unlock()
+		return txnFail(kerr.CoordinatorLoadInProgress)
+	}
+	res := op(tp.p, time.Now())
+	wait, err := c.append(tp, res.Records)
+	tp.mu.Unlock()
+	if err == nil {
+		err = wait()
+	}
+	if err != nil {
+		c.n.log.Warn("writing __transaction_state", "partition", p, "err", err)
+		c.rebuild(tp)
+		return txnFail(kerr.NotCoordinator)
+	}
+	for _, m := range res.Markers {
+		c.sendMarkers(tp, m)
+	}
+	return res
+}
+
+func txnFail(err error) txn.Result {
+	return txn.Result{Err: err, ProducerID: txn.NoProducerID, ProducerEpoch: txn.NoEpoch}
+}
+
+// append appends records to the partition (tp.mu held); the returned wait
+// ends once every in-sync replica has them.
+func (c *txnCoord) append(tp *txnPart, recs []txn.Record) (func() error, error) {
+	if len(recs) == 0 {
+		return func() error { return nil }, nil
+	}
+	part := c.n.replicas.Get(txn.Topic, tp.index)
+	if part == nil {
+		return nil, kerr.NotCoordinator
+	}
+	kvs := make([]batch.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
+	}
+	res, err := part.Append(batch.Build(kvs, time.Now().UnixMilli()), nil)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second), true)
+	}, nil
+}
+
+// rebuild drops tp's state after a failed write and replays the
+// partition's log, as the txn contract asks, then sends the pending
+// markers again. A partition no longer led is left to the loader.
+func (c *txnCoord) rebuild(tp *txnPart) {
+	part := c.n.replicas.Get(txn.Topic, tp.index)
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if part == nil || c.get(tp.index) != tp {
+		return
+	}
+	fresh := txn.NewPartition(c.cfg, c.allocate)
+	run := &loadRun{done: make(chan struct{})}
+	defer close(run.done)
+	l := &partitionLoader{n: c.n, topic: txn.Topic, what: c.loader.what,
+		record: func(_ int32, key, value []byte) { _ = fresh.Replay(key, value) }}
+	if _, err := l.replay(tp.index, part, run); err != nil {
+		c.n.log.Error("replaying __transaction_state", "partition", tp.index, "err", err)
+	}
+	tp.p = fresh
+	for _, m := range fresh.Pending() {
+		c.sendMarkers(tp, m)
+	}
+}
+
+// timers aborts timed-out transactions and expires idle ids on tp until
+// it is unloaded.
+func (c *txnCoord) timers(tp *txnPart) {
+	defer c.wg.Done()
+	abort := time.NewTicker(c.cfg.AbortInterval)
+	defer abort.Stop()
+	expire := time.NewTicker(c.cfg.ExpireInterval)
+	defer expire.Stop()
+	for {
+		var op func(*txn.Partition, time.Time) txn.Result
+		select {
+		case <-tp.stop:
+			return
+		case <-abort.C:
+			op = (*txn.Partition).AbortTimedOut
+		case <-expire.C:
+			op = (*txn.Partition).ExpireIDs
+		}
+		if res := c.Do(context.Background(), tp.index, op); res.Err != nil && !errors.Is(res.Err, kerr.NotCoordinator) {
+			c.n.log.Warn("transaction coordinator timer", "partition", tp.index, "err", res.Err)
+		}
+	}
+}
+
+// sendMarkers writes m's markers on a goroutine until every partition has
+// its marker (or its topic is gone), then completes the transaction.
+func (c *txnCoord) sendMarkers(tp *txnPart, m txn.Markers) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		todo := slices.Clone(m.Partitions)
+		backoff := 50 * time.Millisecond
+		for len(todo) > 0 {
+			var fenced bool
+			todo, fenced = c.writeMarkers(tp, m, todo)
+			if fenced {
+				c.n.log.Warn("transaction markers fenced; the transaction stays pending",
+					"transactional_id", m.TransactionalID, "producer", m.ProducerID, "epoch", m.ProducerEpoch)
+				return
+			}
+			if len(todo) == 0 {
+				break
+			}
+			select {
+			case <-tp.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+		res := c.Do(context.Background(), tp.index, func(p *txn.Partition, now time.Time) txn.Result {
+			res, err := p.MarkersDone(m, now)
+			if err != nil {
+				return txn.Result{} // stale: another transition took over
+			}
+			return res
+		})
+		if res.Err != nil {
+			c.n.log.Warn("completing transaction", "transactional_id", m.TransactionalID, "err", res.Err)
+		}
+	}()
+}
+
+// writeMarkers sends one round of WriteTxnMarkers for the partitions in
+// todo, grouped by leader, and returns those still to do; fenced is true
+// when a leader refused the marker's producer epoch (a newer coordinator
+// or producer took over, as Kafka stops then too).
+func (c *txnCoord) writeMarkers(tp *txnPart, m txn.Markers, todo []txn.TopicPartition) (left []txn.TopicPartition, fenced bool) {
+	im := c.n.ctrl.Image()
+	tp.mu.Lock()
+	epoch := tp.epoch
+	tp.mu.Unlock()
+	byLeader := map[int32][]txn.TopicPartition{}
+	for _, p := range todo {
+		t := im.Topic(p.Topic)
+		if t == nil {
+			continue // deleted: done
+		}
+		ip := t.Partition(p.Partition)
+		if ip == nil {
+			continue
+		}
+		byLeader[ip.Leader] = append(byLeader[ip.Leader], p)
+	}
+	for leader, parts := range byLeader {
+		b, ok := im.Broker(leader)
+		if !ok {
+			left = append(left, parts...)
+			continue
+		}
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		mk := kmsg.NewWriteTxnMarkersRequestMarker()
+		mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, epoch
+		for _, p := range parts {
+			if n := len(mk.Topics); n == 0 || mk.Topics[n-1].Topic != p.Topic {
+				t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				t.Topic = p.Topic
+				mk.Topics = append(mk.Topics, t)
+			}
+			last := &mk.Topics[len(mk.Topics)-1]
+			last.Partitions = append(last.Partitions, p.Partition)
+		}
+		req.Markers = append(req.Markers, mk)
+		resp, err := c.request(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), req)
+		if err != nil {
+			c.n.log.Debug("WriteTxnMarkers", "leader", leader, "err", err)
+			left = append(left, parts...)
+			continue
+		}
+		got := map[txn.TopicPartition]int16{}
+		for _, rm := range resp.Markers {
+			for _, rt := range rm.Topics {
+				for _, rp := range rt.Partitions {
+					got[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.ErrorCode
+				}
+			}
+		}
+		for _, p := range parts {
+			ec, ok := got[p]
+			switch {
+			case ok && ec == 0:
+			case ok && ec == kerr.InvalidProducerEpoch.Code:
+				fenced = true
+			default:
+				left = append(left, p) // NOT_LEADER, unknown (deleted topics drop out above), timeouts: retry
+			}
+		}
+	}
+	return left, fenced
+}
+
+// request sends one WriteTxnMarkers on a fresh connection.
+func (c *txnCoord) request(addr string, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	conn, err := peer.Dial(ctx, addr, "berth-txn-markers-"+strconv.Itoa(int(c.n.nodeID)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	resp, err := conn.Request(ctx, req, 40*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*kmsg.WriteTxnMarkersResponse)
+	if !ok {
+		return nil, fmt.Errorf("WriteTxnMarkers answered with %T", resp)
+	}
+	return r, nil
+}

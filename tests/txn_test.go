@@ -1,0 +1,241 @@
+package tests
+
+// The transaction coordinator on a single node (issue 6): InitProducerId
+// with a transactional id, AddPartitionsToTxn, EndTxn and the markers the
+// coordinator writes, fencing, the timeout abort, and
+// DescribeTransactions/ListTransactions through kadm. The transactional
+// batches are sent raw (txnBatch) next to the coordinator's requests, as a
+// transactional client does.
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// retriable are the coordinator's answers a client retries.
+func retriableTxn(err error) bool {
+	return errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
+		errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
+}
+
+// retryTxn calls f until it returns something other than a retriable
+// coordinator error, for at most 20 s.
+func retryTxn(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := f()
+		if !retriableTxn(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v after 20 s", what, err)
+		}
+		time.Sleep(20 * time.Millisecond) // a client's retry backoff, not a wait for a state
+	}
+}
+
+func initTxnPID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+	t.Helper()
+	var rp int64
+	var re int16
+	err := retryTxn(t, "InitProducerId", func() error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, re = resp.ProducerID, resp.ProducerEpoch
+		return kerr.ErrorForCode(resp.ErrorCode)
+	})
+	return rp, re, err
+}
+
+func addTxnPartition(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, topic string) error {
+	t.Helper()
+	return retryTxn(t, "AddPartitionsToTxn", func() error {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	})
+}
+
+func endTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, commit bool) error {
+	t.Helper()
+	return retryTxn(t, "EndTxn", func() error {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	})
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func TestTxnCoordinatorCommitAndAbort(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	committed := newConsumer(t, n.Addr(), "out", kgo.ReadCommitted())
+	uncommitted := newConsumer(t, n.Addr(), "out", kgo.ReadUncommitted())
+
+	pid, epoch, err := initTxnPID(t, cl, "tx-a", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	if pid < 0 || epoch != 0 {
+		t.Fatalf("InitProducerId: producer %d epoch %d", pid, epoch)
+	}
+
+	// Commit: the coordinator's markers make the records visible.
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-a", pid, epoch, "out"))
+	produceTxn(t, cl, "out", pid, epoch, 0, "c0", "c1")
+	must(t, "EndTxn commit", endTxn(t, cl, "tx-a", pid, epoch, true))
+	committed.waitFor(t, "c0", "c1")
+
+	// Abort (the next AddPartitionsToTxn waits out the commit's markers
+	// with CONCURRENT_TRANSACTIONS), then one more commit.
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-a", pid, epoch, "out"))
+	produceTxn(t, cl, "out", pid, epoch, 2, "a0")
+	must(t, "EndTxn abort", endTxn(t, cl, "tx-a", pid, epoch, false))
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-a", pid, epoch, "out"))
+	produceTxn(t, cl, "out", pid, epoch, 3, "c2")
+	must(t, "EndTxn commit", endTxn(t, cl, "tx-a", pid, epoch, true))
+	committed.waitFor(t, "c0", "c1", "c2")
+	uncommitted.waitFor(t, "c0", "c1", "a0", "c2")
+
+	// A retry of the completed commit succeeds; an abort of it is refused.
+	must(t, "EndTxn retry", endTxn(t, cl, "tx-a", pid, epoch, true))
+	if err := endTxn(t, cl, "tx-a", pid, epoch, false); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("abort after commit: %v, want INVALID_TXN_STATE", err)
+	}
+}
+
+func TestTxnCoordinatorFencesOldProducer(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	v1 := kversion.Stable()
+	v1.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 1)
+	clV1 := tc.Client(t, n.Addr(), kgo.MaxVersions(v1))
+	committed := newConsumer(t, n.Addr(), "out", kgo.ReadCommitted())
+
+	pid, e1, err := initTxnPID(t, cl, "tx-f", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-f", pid, e1, "out"))
+	produceTxn(t, cl, "out", pid, e1, 0, "zombie")
+
+	// A second instance: its InitProducerId aborts the open transaction
+	// (CONCURRENT_TRANSACTIONS until the abort completed) and bumps the
+	// epoch past the fencing one.
+	pid2, e2, err := initTxnPID(t, cl, "tx-f", 60000, -1, -1)
+	must(t, "second InitProducerId", err)
+	if pid2 != pid || e2 <= e1 {
+		t.Fatalf("second InitProducerId: producer %d epoch %d, first %d epoch %d", pid2, e2, pid, e1)
+	}
+
+	// The first instance is fenced at the coordinator (PRODUCER_FENCED,
+	// INVALID_PRODUCER_EPOCH before EndTxn v2) and at the partition.
+	if err := endTxn(t, cl, "tx-f", pid, e1, true); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("old producer's EndTxn: %v, want PRODUCER_FENCED", err)
+	}
+	if err := endTxn(t, clV1, "tx-f", pid, e1, true); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("old producer's EndTxn v1: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if err := addTxnPartition(t, cl, "tx-f", pid, e1, "out"); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("old producer's AddPartitionsToTxn: %v, want PRODUCER_FENCED", err)
+	}
+	if r := rawProduce(t, cl, "out", txnBatch(pid, e1, 1, "late")); r.ErrorCode == 0 {
+		t.Fatal("old producer's transactional batch accepted after the fence")
+	}
+
+	// The new instance commits; the zombie's record never shows.
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-f", pid2, e2, "out"))
+	produceTxn(t, cl, "out", pid2, e2, 0, "new")
+	must(t, "EndTxn", endTxn(t, cl, "tx-f", pid2, e2, true))
+	committed.waitFor(t, "new")
+}
+
+func TestTxnCoordinatorTimeoutAndAdmin(t *testing.T) {
+	n := tc.Start(t, tc.With("transaction.abort.timed.out.transaction.cleanup.interval.ms", "50"))
+	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	adm := tc.Admin(t, n.Addr())
+
+	pid, epoch, err := initTxnPID(t, cl, "tx-t", 300, -1, -1)
+	must(t, "InitProducerId", err)
+	idle, _, err := initTxnPID(t, cl, "tx-idle", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-t", pid, epoch, "out"))
+	produceTxn(t, cl, "out", pid, epoch, 0, "stuck")
+
+	// Left open past its 300 ms timeout: the coordinator aborts it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ds, err := adm.DescribeTransactions(ctxT(t, 10*time.Second), "tx-t")
+		must(t, "DescribeTransactions", err)
+		d := ds["tx-t"]
+		must(t, "DescribeTransactions tx-t", d.Err)
+		if d.State == "CompleteAbort" {
+			if d.ProducerID != pid || d.ProducerEpoch <= epoch || d.TimeoutMillis != 300 {
+				t.Fatalf("after the timeout: %+v", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction still %s 20 s after its timeout", d.State)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	// The abort marker moved the last stable offset past the record.
+	if c := latest(t, cl, "out", 1); c != 2 {
+		t.Fatalf("read_committed latest %d after the abort, want 2", c)
+	}
+	if err := endTxn(t, cl, "tx-t", pid, epoch, true); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("EndTxn after the timeout: %v, want PRODUCER_FENCED", err)
+	}
+
+	ls, err := adm.ListTransactions(ctxT(t, 10*time.Second), nil, nil)
+	must(t, "ListTransactions", err)
+	got := map[string]string{}
+	for _, l := range ls.Sorted() {
+		got[l.TxnID] = l.State
+	}
+	if got["tx-t"] != "CompleteAbort" || got["tx-idle"] != "Empty" {
+		t.Fatalf("ListTransactions: %v", got)
+	}
+	ls, err = adm.ListTransactions(ctxT(t, 10*time.Second), []int64{idle}, []string{"Empty"})
+	must(t, "ListTransactions filtered", err)
+	if ids := ls.TransactionalIDs(); !slices.Equal(ids, []string{"tx-idle"}) {
+		t.Fatalf("ListTransactions by producer id and state: %v", ids)
+	}
+	ds, err := adm.DescribeTransactions(ctxT(t, 10*time.Second), "nope")
+	must(t, "DescribeTransactions", err)
+	if err := ds["nope"].Err; !errors.Is(err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %v, want TRANSACTIONAL_ID_NOT_FOUND", err)
+	}
+}
