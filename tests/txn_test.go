@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -237,5 +238,61 @@ func TestTxnCoordinatorTimeoutAndAdmin(t *testing.T) {
 	must(t, "DescribeTransactions", err)
 	if err := ds["nope"].Err; !errors.Is(err, kerr.TransactionalIDNotFound) {
 		t.Fatalf("unknown id: %v, want TRANSACTIONAL_ID_NOT_FOUND", err)
+	}
+}
+
+// A coordinator that restarts with a transaction in PrepareCommit (its
+// markers refused: the partition is below min.insync.replicas) replays
+// __transaction_state and writes the markers once the partition takes
+// them; the epoch survives the restart.
+func TestTxnCoordinatorResendsMarkersAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := tc.StartIn(t, dir)
+	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	setMinISR := func(cl *kgo.Client, v string) {
+		t.Helper()
+		rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctxT(t, 10*time.Second),
+			[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: &v}}, "out")
+		must(t, "AlterConfigs", err)
+		for _, r := range rs {
+			must(t, "AlterConfigs "+r.Name, r.Err)
+		}
+	}
+
+	pid, epoch, err := initTxnPID(t, cl, "tx-r", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-r", pid, epoch, "out"))
+	produceTxn(t, cl, "out", pid, epoch, 0, "r0")
+	setMinISR(cl, "2") // one replica: the COMMIT marker is refused
+	must(t, "EndTxn", endTxn(t, cl, "tx-r", pid, epoch, true))
+	describe := func(cl *kgo.Client) string {
+		ds, err := kadm.NewClient(cl).DescribeTransactions(ctxT(t, 10*time.Second), "tx-r")
+		if err != nil || ds["tx-r"].Err != nil {
+			return "" // loading, or not yet a coordinator
+		}
+		return ds["tx-r"].State
+	}
+	if s := describe(cl); s != "PrepareCommit" {
+		t.Fatalf("with the marker refused: %q, want PrepareCommit", s)
+	}
+
+	n.Close()
+	n = tc.StartIn(t, dir)
+	cl = tc.Client(t, n.Addr())
+	setMinISR(cl, "1")
+	deadline := time.Now().Add(20 * time.Second)
+	for s := describe(cl); s != "CompleteCommit"; s = describe(cl) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: %q, want CompleteCommit", s)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	newConsumer(t, n.Addr(), "out", kgo.ReadCommitted()).waitFor(t, "r0")
+
+	pid2, epoch2, err := initTxnPID(t, cl, "tx-r", 60000, -1, -1)
+	must(t, "InitProducerId after the restart", err)
+	if pid2 != pid || epoch2 != epoch+1 {
+		t.Fatalf("InitProducerId after the restart: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
 	}
 }
