@@ -9,6 +9,7 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func initTxnPID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32, pid in
 		req.ProducerID, req.ProducerEpoch = pid, epoch
 		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
 		if err != nil {
-			t.Fatal(err)
+			return unreachable(err)
 		}
 		rp, re = resp.ProducerID, resp.ProducerEpoch
 		return kerr.ErrorForCode(resp.ErrorCode)
@@ -63,19 +64,33 @@ func initTxnPID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32, pid in
 	return rp, re, err
 }
 
-func addTxnPartition(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, topic string) error {
+// unreachable makes a failed request (the coordinator's node is down)
+// one the helpers retry.
+func unreachable(err error) error {
+	return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+}
+
+func addTxnPartition(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, topic string, partitions ...int32) error {
 	t.Helper()
+	if len(partitions) == 0 {
+		partitions = []int32{0}
+	}
 	return retryTxn(t, "AddPartitionsToTxn", func() error {
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
 		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
-		rt.Topic, rt.Partitions = topic, []int32{0}
+		rt.Topic, rt.Partitions = topic, partitions
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
 		if err != nil {
-			t.Fatal(err)
+			return unreachable(err)
 		}
-		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 {
+				return kerr.ErrorForCode(p.ErrorCode)
+			}
+		}
+		return nil
 	})
 }
 
@@ -86,7 +101,7 @@ func endTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, com
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
 		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
 		if err != nil {
-			t.Fatal(err)
+			return unreachable(err)
 		}
 		return kerr.ErrorForCode(resp.ErrorCode)
 	})

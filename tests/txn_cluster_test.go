@@ -1,0 +1,125 @@
+package tests
+
+// The transaction coordinator on a three-node cluster: markers to
+// partition leaders on other nodes, and a coordinator killed in the
+// middle of a transaction, whose successor replays __transaction_state
+// and commits it.
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// produceTxnCluster sends a transactional batch to the leader of
+// topic/partition, retrying while leadership moves.
+func produceTxnCluster(t *testing.T, c *tc.Cluster, adm func() map[int32]int32, id [16]byte, topic string, partition int32,
+	pid int64, epoch int16, seq int32, values ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader := adm()[partition]
+		var err error
+		if leader > 0 && c.Node(leader).Running() {
+			req := kmsg.NewPtrProduceRequest()
+			req.Acks, req.TimeoutMillis = -1, 10000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic, rt.TopicID = topic, id
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = partition, txnBatch(pid, epoch, seq, values...)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			var resp kmsg.Response
+			resp, err = tc.DirectRequest(ctxT(t, 15*time.Second), c.Direct(t, leader), req)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+			}
+			if err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("producing to %s/%d: %v", topic, partition, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func TestTxnCoordinatorClusterFailover(t *testing.T) {
+	c := tc.StartCluster(t, 3, "--transaction.state.log.num.partitions", "4")
+	seeds := c.Addrs()
+	adm := tc.Admin(t, seeds[0])
+	if _, err := adm.CreateTopic(ctxT(t, 30*time.Second), 3, 3, nil, "out"); err != nil {
+		t.Fatal(err)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50 * time.Millisecond)}
+	cl := tc.Client(t, seeds[0], opts...)
+	var topicID [16]byte
+	leaders := func() map[int32]int32 {
+		out := map[int32]int32{}
+		td, err := adm.ListTopics(ctxT(t, 10*time.Second), "out")
+		if err != nil {
+			return out
+		}
+		topicID = td["out"].ID
+		for _, p := range td["out"].Partitions {
+			out[p.Partition] = p.Leader
+		}
+		return out
+	}
+	leaders()
+	committed := newConsumer(t, seeds[0], "out", kgo.ReadCommitted())
+	waitSet := func(want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			got := slices.Clone(committed.poll(t, 500*time.Millisecond))
+			slices.Sort(got)
+			if slices.Equal(got, want) {
+				return
+			}
+			if len(got) > len(want) || time.Now().After(deadline) {
+				t.Fatalf("read_committed consumed %q, want %q", got, want)
+			}
+		}
+	}
+
+	// A transaction over three partitions led by different nodes.
+	pid, epoch, err := initTxnPID(t, cl, "tx-c", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-c", pid, epoch, "out", 0, 1, 2))
+	for p := int32(0); p < 3; p++ {
+		produceTxnCluster(t, c, leaders, topicID, "out", p, pid, epoch, 0, "a"+string(rune('0'+p)))
+	}
+	must(t, "EndTxn", endTxn(t, cl, "tx-c", pid, epoch, true))
+	waitSet("a0", "a1", "a2")
+
+	// The coordinator dies with the next transaction open; its successor
+	// replays it and commits it.
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-c", pid, epoch, "out", 0, 1, 2))
+	for p := int32(0); p < 3; p++ {
+		produceTxnCluster(t, c, leaders, topicID, "out", p, pid, epoch, 1, "b"+string(rune('0'+p)))
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKey = 1, "tx-c"
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	must(t, "FindCoordinator", err)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.Kill(resp.NodeID)
+	if err := endTxn(t, cl, "tx-c", pid, epoch, true); err != nil && !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("EndTxn after the coordinator died: %v", err)
+	} else if err != nil {
+		t.Fatalf("EndTxn after the coordinator died: fenced, the successor lost the transaction")
+	}
+	waitSet("a0", "a1", "a2", "b0", "b1", "b2")
+}
