@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/internal/txn"
 )
 
 // retriable are the coordinator's answers a client retries.
@@ -137,12 +138,24 @@ func TestTxnCoordinatorCommitAndAbort(t *testing.T) {
 	// with CONCURRENT_TRANSACTIONS), then one more commit.
 	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-a", pid, epoch, "out"))
 	produceTxn(t, cl, "out", pid, epoch, 2, "a0")
+	// Open: the coordinator's and the partition's gauges show it.
+	openSeries := fmt.Sprintf(`berth_txn_open_transactions{partition="%d"}`, txn.PartitionFor("tx-a", 50))
+	lsoSeries := `berth_partition_lso_lag_records{partition="0",topic="out"}`
+	if v, ok := scrape(t, n, openSeries); !ok || v != 1 {
+		t.Fatalf("%s = %v (found %v), want 1", openSeries, v, ok)
+	}
+	if v, ok := scrape(t, n, lsoSeries); !ok || v != 1 {
+		t.Fatalf("%s = %v (found %v), want 1", lsoSeries, v, ok)
+	}
 	must(t, "EndTxn abort", endTxn(t, cl, "tx-a", pid, epoch, false))
 	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-a", pid, epoch, "out"))
 	produceTxn(t, cl, "out", pid, epoch, 3, "c2")
 	must(t, "EndTxn commit", endTxn(t, cl, "tx-a", pid, epoch, true))
 	committed.waitFor(t, "c0", "c1", "c2")
 	uncommitted.waitFor(t, "c0", "c1", "a0", "c2")
+	if v, _ := scrape(t, n, lsoSeries); v != 0 {
+		t.Fatalf("%s = %v after the transactions ended, want 0", lsoSeries, v)
+	}
 
 	// A retry of the completed commit succeeds; an abort of it is refused.
 	must(t, "EndTxn retry", endTxn(t, cl, "tx-a", pid, epoch, true))

@@ -84,6 +84,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(&replicationCollector{n: n})
 	reg.MustRegister(&shareCollector{n: n})
 	reg.MustRegister(&groupCollector{n: n})
+	reg.MustRegister(&txnCollector{n: n})
 }
 
 var (
