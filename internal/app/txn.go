@@ -45,10 +45,18 @@ type txnPart struct {
 	index int32
 	stop  chan struct{} // closed on unload: its timers and marker senders end
 
-	mu      sync.Mutex // guards p, loading, epoch
+	mu      sync.Mutex // guards p, loading, epoch, last
 	p       *txn.Partition
 	loading bool  // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
 	epoch   int32 // coordinator epoch: the partition's leader epoch when loaded
+	// last is the durability offset and generation of the last append: an
+	// operation that writes nothing still answers only once the state it
+	// read is durable (Kafka refuses it meanwhile with its pending state).
+	last struct {
+		durable int64
+		gen     uint64
+		set     bool
+	}
 }
 
 func newTxnCoord(n *Node, cfg *config.Config) *txnCoord {
@@ -198,12 +206,18 @@ func txnFail(err error) txn.Result {
 // append appends records to the partition (tp.mu held); the returned wait
 // ends once every in-sync replica has them.
 func (c *txnCoord) append(tp *txnPart, recs []txn.Record) (func() error, error) {
-	if len(recs) == 0 {
-		return func() error { return nil }, nil
-	}
 	part := c.n.replicas.Get(txn.Topic, tp.index)
 	if part == nil {
 		return nil, kerr.NotCoordinator
+	}
+	if len(recs) == 0 {
+		if !tp.last.set {
+			return func() error { return nil }, nil
+		}
+		durable, gen := tp.last.durable, tp.last.gen
+		return func() error {
+			return part.WaitDurable(durable, gen, time.Now().Add(30*time.Second), true)
+		}, nil
 	}
 	kvs := make([]batch.KV, len(recs))
 	for i, r := range recs {
@@ -213,6 +227,7 @@ func (c *txnCoord) append(tp *txnPart, recs []txn.Record) (func() error, error) 
 	if err != nil {
 		return nil, err
 	}
+	tp.last.durable, tp.last.gen, tp.last.set = res.Durable, res.Gen, true
 	return func() error {
 		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second), true)
 	}, nil
