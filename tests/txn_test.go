@@ -324,3 +324,56 @@ func TestTxnCoordinatorResendsMarkersAfterRestart(t *testing.T) {
 		t.Fatalf("InitProducerId after the restart: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
 	}
 }
+
+// AddPartitionsToTxn v4, the broker form: batched transactions, and the
+// verify-only check a partition leader makes before a transactional
+// batch.
+func TestTxnCoordinatorAddPartitionsV4(t *testing.T) {
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "out", 2, nil)
+	cl := tc.Client(t, n.Addr())
+	pa, ea, err := initTxnPID(t, cl, "tx-v4a", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	pb, eb, err := initTxnPID(t, cl, "tx-v4b", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+
+	send := func(txns ...kmsg.AddPartitionsToTxnRequestTransaction) map[string]map[int32]int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		req.Transactions = txns
+		resp, err := tc.DirectRequest(ctxT(t, 10*time.Second), cl, req)
+		must(t, "AddPartitionsToTxn v4", err)
+		out := map[string]map[int32]int16{}
+		for _, tx := range resp.(*kmsg.AddPartitionsToTxnResponse).Transactions {
+			out[tx.TransactionalID] = map[int32]int16{}
+			for _, tt := range tx.Topics {
+				for _, p := range tt.Partitions {
+					out[tx.TransactionalID][p.Partition] = p.ErrorCode
+				}
+			}
+		}
+		return out
+	}
+	tx := func(id string, pid int64, epoch int16, verify bool, parts ...int32) kmsg.AddPartitionsToTxnRequestTransaction {
+		x := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, pid, epoch, verify
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "out", parts
+		x.Topics = append(x.Topics, tt)
+		return x
+	}
+	got := send(tx("tx-v4a", pa, ea, false, 0), tx("tx-v4b", pb, eb+1, false, 1))
+	if got["tx-v4a"][0] != 0 || got["tx-v4b"][1] != kerr.ProducerFenced.Code {
+		t.Fatalf("batched add: %v", got)
+	}
+	got = send(tx("tx-v4a", pa, ea, true, 0, 1), tx("tx-v4b", pb, eb, true, 1))
+	if got["tx-v4a"][0] != 0 || got["tx-v4a"][1] != kerr.InvalidTxnState.Code || got["tx-v4b"][1] != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify only: %v", got)
+	}
+	ds, err := tc.Admin(t, n.Addr()).DescribeTransactions(ctxT(t, 10*time.Second), "tx-v4a", "tx-v4b")
+	must(t, "DescribeTransactions", err)
+	if a, b := ds["tx-v4a"], ds["tx-v4b"]; a.State != "Ongoing" || b.State != "Empty" {
+		t.Fatalf("after verify only: tx-v4a %s, tx-v4b %s; want Ongoing and Empty", a.State, b.State)
+	}
+}
