@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,6 +102,13 @@ func TestTxnCoordinatorClusterFailover(t *testing.T) {
 	}
 	must(t, "EndTxn", endTxn(t, cl, "tx-c", pid, epoch, true))
 	waitSet("a0", "a1", "a2")
+	rc, err := adm.DescribeTopicConfigs(ctxT(t, 10*time.Second), "__transaction_state")
+	must(t, "DescribeConfigs", err)
+	if v, err := rc.On("__transaction_state", nil); err != nil || !slices.ContainsFunc(v.Configs, func(c kadm.Config) bool {
+		return c.Key == "min.insync.replicas" && c.MaybeValue() == "2"
+	}) {
+		t.Fatalf("__transaction_state configs: %+v %v, want min.insync.replicas 2", v.Configs, err)
+	}
 
 	// The coordinator dies with the next transaction open; its successor
 	// replays it and commits it.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,15 +97,18 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 // replication factor and segment size.
 type internalTopic struct {
 	name, partitions, replicationFactor, segmentBytes string
+	// minISR, if set, is the setting of the topic's min.insync.replicas,
+	// capped at its replication factor.
+	minISR string
 }
 
 var (
 	offsetsTopicSpec = internalTopic{offsetsTopic, "offsets.topic.num.partitions",
-		"offsets.topic.replication.factor", "offsets.topic.segment.bytes"}
+		"offsets.topic.replication.factor", "offsets.topic.segment.bytes", ""}
 	shareStateTopicSpec = internalTopic{sharestate.Topic, "share.coordinator.state.topic.num.partitions",
-		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes"}
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes", ""}
 	txnStateTopicSpec = internalTopic{txn.Topic, "transaction.state.log.num.partitions",
-		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes"}
+		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes", "transaction.state.log.min.isr"}
 )
 
 // ShareStateTopic returns __share_group_state, creating it on first use.
@@ -137,6 +141,9 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, spec internalTopic) (*
 			"compression.type": "producer",
 		},
 	}}
+	if spec.minISR != "" {
+		rec.CreateTopic.Configs["min.insync.replicas"] = strconv.Itoa(int(min(int32(atoi(b.Broker.Get(spec.minISR))), rf)))
+	}
 	if err := b.propose(ctx, rec); err != nil && !errors.Is(err, metadata.ErrTopicExists) {
 		return nil, fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, spec.name, err)
 	}
