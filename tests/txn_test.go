@@ -377,3 +377,40 @@ func TestTxnCoordinatorAddPartitionsV4(t *testing.T) {
 		t.Fatalf("after verify only: tx-v4a %s, tx-v4b %s; want Ongoing and Empty", a.State, b.State)
 	}
 }
+
+// An id with no transaction for transactional.id.expiration.ms is deleted
+// by the coordinator's expiry timer; one with a transaction open is not.
+func TestTxnCoordinatorExpiresIdleIDs(t *testing.T) {
+	n := tc.Start(t, tc.With("transactional.id.expiration.ms", "300"),
+		tc.With("transaction.remove.expired.transaction.cleanup.interval.ms", "50"))
+	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	adm := tc.Admin(t, n.Addr())
+	_, _, err := initTxnPID(t, cl, "tx-idle", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	pid, epoch, err := initTxnPID(t, cl, "tx-busy", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-busy", pid, epoch, "out"))
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ls, err := adm.ListTransactions(ctxT(t, 10*time.Second), nil, nil)
+		must(t, "ListTransactions", err)
+		if _, ok := ls["tx-idle"]; !ok {
+			if _, ok := ls["tx-busy"]; !ok {
+				t.Fatal("the id with an open transaction expired")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tx-idle still listed 20 s after it expired: %v", ls.TransactionalIDs())
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	// A new InitProducerId starts the id afresh.
+	_, e, err := initTxnPID(t, cl, "tx-idle", 60000, -1, -1)
+	must(t, "InitProducerId after expiry", err)
+	if e != 0 {
+		t.Fatalf("epoch %d after expiry, want 0", e)
+	}
+}
