@@ -74,6 +74,9 @@ type offsetsPartition struct {
 	loading bool
 	loaded  map[string]*loadingGroup // records replayed so far, while loading
 	shares  *share.GroupLoader       // share group records replayed so far, while loading
+	// txnOffsets are the pending transactional offsets (txn_offsets.go),
+	// replayed while loading and kept after.
+	txnOffsets map[txnOffsetKey]offset
 }
 
 type pendingWrite struct {

@@ -68,6 +68,10 @@ func (c *Coordinator) LoadRecord(p int32, r Record) {
 		c.loadShareRecord(p, r)
 		return
 	}
+	if isTxnOffsetKey(r.Key) {
+		c.loadTxnOffset(p, r)
+		return
+	}
 	k, err := decodeKey(r.Key)
 	if err != nil {
 		c.log.Warn("skipping __consumer_offsets record", "partition", p, "err", err)
