@@ -5,8 +5,8 @@ package group
 // only once the Store made them durable. Members of KIP-848 consumer
 // groups commit with their member epoch (v9+) and fetch with their member
 // id and epoch (v9+): STALE_MEMBER_EPOCH when it is not the current one.
-// Not honoured: RequireStable, which is accepted and has nothing to wait
-// for without transactional offsets.
+// RequireStable (v7+): a partition with transactional offsets pending
+// (txn_offsets.go) answers UNSTABLE_OFFSET_COMMIT, which clients retry.
 
 import (
 	"cmp"
@@ -247,6 +247,9 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 				memberID, memberEpoch = rg.MemberID, rg.MemberEpoch
 			}
 			code, got := c.fetchGroup(rg.Group, ask, rg.Topics == nil, req.Version >= 10, memberID, memberEpoch)
+			if req.RequireStable {
+				c.markUnstable(rg.Group, got)
+			}
 			out.ErrorCode = code
 			for _, ft := range got {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -275,6 +278,9 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	}
 	all := req.Topics == nil && req.Version >= 2
 	code, got := c.fetchGroup(req.Group, ask, all, false, nil, -1)
+	if req.Version >= 7 && req.RequireStable {
+		c.markUnstable(req.Group, got)
+	}
 	if code != 0 {
 		if req.Version >= 2 {
 			resp.ErrorCode = code

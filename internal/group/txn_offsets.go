@@ -15,10 +15,10 @@ package group
 // gets the pending offsets back from those records; a marker whose
 // completion a crash interrupted is written again by the transaction
 // coordinator (it is answered only once the completion is durable).
-// Not honoured yet: OffsetFetch's RequireStable does not wait for pending
-// offsets (UNSTABLE_OFFSET_COMMIT is never returned), and the group
-// coordinator does not check with the transaction coordinator that the
-// group's partition is in the producer's transaction.
+// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for a
+// partition with offsets pending (markUnstable). Not honoured yet: the
+// group coordinator does not check with the transaction coordinator that
+// the group's partition is in the producer's transaction.
 
 import (
 	"cmp"
@@ -294,6 +294,29 @@ func (c *Coordinator) applyTxnOffsets(id string, keys []txnOffsetKey, pending ma
 		o.seq = seq
 		if cur, ok := g.offsets[k.tp]; !ok || cur.seq <= seq {
 			g.offsets[k.tp] = o
+		}
+	}
+}
+
+// markUnstable sets UNSTABLE_OFFSET_COMMIT (and no offset) on the
+// partitions of got that have transactional offsets of group pending, for
+// OffsetFetch with RequireStable.
+func (c *Coordinator) markUnstable(group string, got []fetchTopic) {
+	c.mu.Lock()
+	pending := map[topicPartition]bool{}
+	if ps := c.parts[PartitionFor(group, c.cfg.OffsetsTopicPartitions)]; ps != nil {
+		for k := range ps.txnOffsets {
+			if k.group == group {
+				pending[k.tp] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+	for i := range got {
+		for j := range got[i].parts {
+			if fp := &got[i].parts[j]; fp.code == 0 && pending[topicPartition{got[i].name, fp.partition}] {
+				fp.o, fp.code = noOffset, kerr.UnstableOffsetCommit.Code
+			}
 		}
 	}
 }

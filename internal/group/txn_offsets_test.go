@@ -58,9 +58,20 @@ func TestTxnOffsetsPendingUntilMarker(t *testing.T) {
 	if o := txnFetched(t, c, "g"); o != -1 {
 		t.Fatalf("offset %d before the marker, want none (-1)", o)
 	}
+	stable := kmsg.NewPtrOffsetFetchRequest()
+	stable.Version, stable.Group, stable.RequireStable = 7, "g", true
+	st := kmsg.NewOffsetFetchRequestTopic()
+	st.Topic, st.Partitions = "t", []int32{0, 1}
+	stable.Topics = append(stable.Topics, st)
+	if ps := c.OffsetFetch(stable).Topics[0].Partitions; ps[0].ErrorCode != kerr.UnstableOffsetCommit.Code || ps[1].ErrorCode != 0 {
+		t.Fatalf("RequireStable with offsets pending on t-0: %v, %v", kerr.ErrorForCode(ps[0].ErrorCode), kerr.ErrorForCode(ps[1].ErrorCode))
+	}
 	txnComplete(t, c, "g", 7, true)
 	if o := txnFetched(t, c, "g"); o != 10 {
 		t.Fatalf("offset %d after COMMIT, want 10", o)
+	}
+	if ps := c.OffsetFetch(stable).Topics[0].Partitions; ps[0].ErrorCode != 0 || ps[0].Offset != 10 {
+		t.Fatalf("RequireStable after COMMIT: %v, offset %d", kerr.ErrorForCode(ps[0].ErrorCode), ps[0].Offset)
 	}
 
 	if ec := txnCommit(t, c, "g", 7, 20); ec != 0 {
