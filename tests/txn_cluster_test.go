@@ -1,9 +1,9 @@
 package tests
 
 // The transaction coordinator on a three-node cluster: markers to
-// partition leaders on other nodes, and a coordinator killed in the
-// middle of a transaction, whose successor replays __transaction_state
-// and commits it.
+// partition leaders on other nodes, a coordinator killed in the middle of
+// a transaction, whose successor replays __transaction_state and commits
+// it, and a partition leader killed as the markers go out.
 
 import (
 	"errors"
@@ -130,4 +130,16 @@ func TestTxnCoordinatorClusterFailover(t *testing.T) {
 		t.Fatalf("EndTxn after the coordinator died: fenced, the successor lost the transaction")
 	}
 	waitSet("a0", "a1", "a2", "b0", "b1", "b2")
+
+	// A partition leader dies as the commit's markers go out: the
+	// coordinator writes the marker to the partition's next leader.
+	c.Restart(resp.NodeID)
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-c", pid, epoch, "out", 0, 1, 2))
+	for p := int32(0); p < 3; p++ {
+		produceTxnCluster(t, c, leaders, topicID, "out", p, pid, epoch, 2, "c"+string(rune('0'+p)))
+	}
+	victim := leaders()[1]
+	must(t, "EndTxn", endTxn(t, cl, "tx-c", pid, epoch, true))
+	c.Kill(victim)
+	waitSet("a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2")
 }
