@@ -103,6 +103,9 @@ func (c *txnCoord) begin(p int32) {
 		tp.epoch = part.LeaderEpoch()
 	}
 	c.mu.Lock()
+	if old := c.parts[p]; old != nil {
+		close(old.stop) // not unloaded: a reload of a partition still led
+	}
 	c.parts[p] = tp
 	c.mu.Unlock()
 }
