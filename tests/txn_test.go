@@ -414,3 +414,43 @@ func TestTxnCoordinatorExpiresIdleIDs(t *testing.T) {
 		t.Fatalf("epoch %d after expiry, want 0", e)
 	}
 }
+
+// A write to __transaction_state that does not become durable (its
+// partition below min.insync.replicas) answers a retriable error and the
+// coordinator rebuilds its state from the log; once the partition takes
+// writes again the id goes on from what the log holds.
+func TestTxnCoordinatorRebuildsAfterFailedWrite(t *testing.T) {
+	n := tc.Start(t)
+	cl := tc.Client(t, n.Addr())
+	_, e0, err := initTxnPID(t, cl, "tx-w", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	setMinISR := func(v string) {
+		t.Helper()
+		rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctxT(t, 10*time.Second),
+			[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: &v}}, "__transaction_state")
+		must(t, "AlterConfigs", err)
+		for _, r := range rs {
+			must(t, "AlterConfigs "+r.Name, r.Err)
+		}
+	}
+	setMinISR("2")
+	req := kmsg.NewPtrInitProducerIDRequest()
+	id := "tx-w"
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+	raw, err := tc.DirectRequest(ctxT(t, 40*time.Second), cl, req) // no client retries
+	must(t, "InitProducerId", err)
+	if resp := raw.(*kmsg.InitProducerIDResponse); resp.ErrorCode == 0 {
+		t.Fatal("InitProducerId answered while its record could not become durable")
+	}
+	setMinISR("1")
+	_, e2, err := initTxnPID(t, cl, "tx-w", 60000, -1, -1)
+	must(t, "InitProducerId after the partition recovered", err)
+	if e2 <= e0 {
+		t.Fatalf("epoch %d after recovery, want above %d", e2, e0)
+	}
+	ds, err := kadm.NewClient(cl).DescribeTransactions(ctxT(t, 10*time.Second), "tx-w")
+	must(t, "DescribeTransactions", err)
+	if d := ds["tx-w"]; d.Err != nil || d.State != "Empty" || d.ProducerEpoch != e2 {
+		t.Fatalf("after recovery: %+v", d)
+	}
+}
