@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/txn"
 )
 
@@ -55,9 +54,4 @@ func (b *Broker) txnDo(ctx context.Context, id string, op func(tp *txn.Partition
 // transaction coordinator's allocator).
 func (b *Broker) NextProducerID(ctx context.Context) (int64, error) {
 	return b.nextProducerID(ctx)
-}
-
-// TxnStateTopic returns __transaction_state, creating it on first use.
-func (b *Broker) TxnStateTopic(ctx context.Context) (*metadata.Topic, error) {
-	return b.ensureInternalTopic(ctx, txnStateTopicSpec)
 }
