@@ -10,11 +10,11 @@ package handler
 // served, and NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951,
 // leaders.go). Transactional batches (with a producer id) are accepted and
 // open the producer's transaction on the partition until a WriteTxnMarkers
-// COMMIT or ABORT ends it. Not honoured yet: a request with a
-// TransactionalID is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-// until the transaction coordinator lands, so nothing checks yet that a
-// transactional batch's partition was added to a transaction; per-record
-// errors (ErrorRecords).
+// COMMIT or ABORT ends it; a request with a TransactionalID is a
+// transactional producer's (the coordinator is internal/app/txn.go). Not
+// honoured yet: nothing checks that a transactional batch's partition was
+// added to a transaction (KIP-890's verification); per-record errors
+// (ErrorRecords).
 
 import (
 	"context"
@@ -45,9 +45,6 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return b.produceError(r, resp, kerr.InvalidRequiredAcks), nil
-	}
-	if r.TransactionID != nil {
-		return b.produceError(r, resp, kerr.TransactionalIDAuthorizationFailed), nil
 	}
 	im := b.image()
 	scratch := batch.GetScratch()

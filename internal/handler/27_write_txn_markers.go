@@ -39,6 +39,8 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 		durable int64
 		gen     uint64
 		out     *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
+		pid     int64
+		commit  bool
 	}
 	var waits []wait
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
@@ -79,7 +81,7 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 						"producer", m.ProducerID, "epoch", m.ProducerEpoch, "err", err)
 					continue
 				}
-				waits = append(waits, wait{p: p, durable: res.Durable, gen: res.Gen, out: rp})
+				waits = append(waits, wait{p: p, durable: res.Durable, gen: res.Gen, out: rp, pid: m.ProducerID, commit: m.Committed})
 			}
 		}
 	}
@@ -89,7 +91,13 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 	deadline := time.Now().Add(markerTimeout)
 	return func() kmsg.Response {
 		for _, w := range waits {
-			if err := w.p.WaitDurable(w.durable, w.gen, deadline, true); err != nil {
+			err := w.p.WaitDurable(w.durable, w.gen, deadline, true)
+			if err == nil && w.p.Topic == offsetsTopic {
+				// The group coordinator commits or drops the producer's
+				// transactional offsets (28_txn_offset_commit.go).
+				err = b.completeTxnOffsets(w.p.Index, w.pid, w.commit, deadline)
+			}
+			if err != nil {
 				w.out.ErrorCode = code(err)
 			}
 		}
