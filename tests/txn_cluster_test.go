@@ -61,7 +61,7 @@ func TestTxnCoordinatorClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50 * time.Millisecond)}
-	cl := tc.Client(t, seeds[0], opts...)
+	cl := txnV1Client(t, seeds[0], opts...)
 	var topicID [16]byte
 	leaders := func() map[int32]int32 {
 		out := map[int32]int32{}

@@ -108,6 +108,16 @@ func endTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, com
 	})
 }
 
+// txnV1Client is a client for the raw requests of these tests, which
+// drive the Transactions V1 protocol: its EndTxn stays at v4 (v5 is
+// Transactions V2, which bumps the epoch at the end of every transaction).
+func txnV1Client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 4)
+	return tc.Client(t, addr, append([]kgo.Opt{kgo.MaxVersions(v)}, opts...)...)
+}
+
 func must(t *testing.T, what string, err error) {
 	t.Helper()
 	if err != nil {
@@ -118,7 +128,7 @@ func must(t *testing.T, what string, err error) {
 func TestTxnCoordinatorCommitAndAbort(t *testing.T) {
 	n := tc.Start(t)
 	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	committed := newConsumer(t, n.Addr(), "out", kgo.ReadCommitted())
 	uncommitted := newConsumer(t, n.Addr(), "out", kgo.ReadUncommitted())
 
@@ -167,7 +177,7 @@ func TestTxnCoordinatorCommitAndAbort(t *testing.T) {
 func TestTxnCoordinatorFencesOldProducer(t *testing.T) {
 	n := tc.Start(t)
 	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	v1 := kversion.Stable()
 	v1.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 1)
 	clV1 := tc.Client(t, n.Addr(), kgo.MaxVersions(v1))
@@ -212,7 +222,7 @@ func TestTxnCoordinatorFencesOldProducer(t *testing.T) {
 func TestTxnCoordinatorTimeoutAndAdmin(t *testing.T) {
 	n := tc.Start(t, tc.With("transaction.abort.timed.out.transaction.cleanup.interval.ms", "50"))
 	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	adm := tc.Admin(t, n.Addr())
 
 	pid, epoch, err := initTxnPID(t, cl, "tx-t", 300, -1, -1)
@@ -277,7 +287,7 @@ func TestTxnCoordinatorResendsMarkersAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := tc.StartIn(t, dir)
 	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	setMinISR := func(cl *kgo.Client, v string) {
 		t.Helper()
 		rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctxT(t, 10*time.Second),
@@ -307,7 +317,7 @@ func TestTxnCoordinatorResendsMarkersAfterRestart(t *testing.T) {
 
 	n.Close()
 	n = tc.StartIn(t, dir)
-	cl = tc.Client(t, n.Addr())
+	cl = txnV1Client(t, n.Addr())
 	setMinISR(cl, "1")
 	deadline := time.Now().Add(20 * time.Second)
 	for s := describe(cl); s != "CompleteCommit"; s = describe(cl) {
@@ -331,7 +341,7 @@ func TestTxnCoordinatorResendsMarkersAfterRestart(t *testing.T) {
 func TestTxnCoordinatorAddPartitionsV4(t *testing.T) {
 	n := tc.Start(t)
 	tc.CreateTopic(t, n.Addr(), "out", 2, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	pa, ea, err := initTxnPID(t, cl, "tx-v4a", 60000, -1, -1)
 	must(t, "InitProducerId", err)
 	pb, eb, err := initTxnPID(t, cl, "tx-v4b", 60000, -1, -1)
@@ -384,7 +394,7 @@ func TestTxnCoordinatorExpiresIdleIDs(t *testing.T) {
 	n := tc.Start(t, tc.With("transactional.id.expiration.ms", "300"),
 		tc.With("transaction.remove.expired.transaction.cleanup.interval.ms", "50"))
 	tc.CreateTopic(t, n.Addr(), "out", 1, nil)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	adm := tc.Admin(t, n.Addr())
 	_, _, err := initTxnPID(t, cl, "tx-idle", 60000, -1, -1)
 	must(t, "InitProducerId", err)
@@ -421,7 +431,7 @@ func TestTxnCoordinatorExpiresIdleIDs(t *testing.T) {
 // writes again the id goes on from what the log holds.
 func TestTxnCoordinatorRebuildsAfterFailedWrite(t *testing.T) {
 	n := tc.Start(t)
-	cl := tc.Client(t, n.Addr())
+	cl := txnV1Client(t, n.Addr())
 	_, e0, err := initTxnPID(t, cl, "tx-w", 60000, -1, -1)
 	must(t, "InitProducerId", err)
 	setMinISR := func(v string) {

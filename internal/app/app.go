@@ -26,6 +26,7 @@ import (
 	"github.com/berthmq/berth/internal/handler"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharepart"
@@ -50,6 +51,7 @@ type Node struct {
 	states   *shareStates
 	txns     *txnCoord
 	kh       *handler.Broker
+	peers    *peer.Pool // requests to other brokers (share state, transactions)
 	nodeID   int32
 	unsub    func()
 	stop     chan struct{} // closed to end follow
@@ -166,6 +168,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.replicas.Start(context.Background())
 	n.nodeID = nodeID
+	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID))}
 	if err := n.startSupervisor(cfg); err != nil {
 		ln.Close()
 		return nil, err
@@ -218,7 +221,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Txns: n.txns, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
 	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{
@@ -347,6 +350,9 @@ func (n *Node) Close() error {
 	}
 	if n.txns != nil {
 		n.txns.close()
+	}
+	if n.peers != nil {
+		n.peers.Close()
 	}
 	n.stopSupervisor()
 	if n.replicas != nil {

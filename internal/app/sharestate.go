@@ -30,8 +30,7 @@ type shareStates struct {
 func (n *Node) shareStore(_ *config.Config) sharepart.Store {
 	s := &shareStates{}
 	s.coord = sharestate.New(n.appendShareState, n.log.With("component", "share-coordinator"))
-	s.client = &sharestate.Client{Self: n.nodeID, Local: s.coord, Route: n.routeShareState,
-		ClientID: "berth-share-state-" + strconv.Itoa(int(n.nodeID))}
+	s.client = &sharestate.Client{Self: n.nodeID, Local: s.coord, Route: n.routeShareState, Peers: n.peers}
 	s.loader = &partitionLoader{n: n, topic: sharestate.Topic, what: "share-partition state", loaded: map[int32]bool{},
 		begin: s.coord.BeginLoad, finish: s.coord.FinishLoad, unload: s.coord.Unload, partitions: s.coord.SetPartitions,
 		record: func(p int32, key, value []byte) {
@@ -45,7 +44,6 @@ func (n *Node) shareStore(_ *config.Config) sharepart.Store {
 
 func (s *shareStates) close() {
 	s.loader.wg.Wait()
-	s.client.Close()
 }
 
 // reconcileLoaders loads and unloads the coordinators' partitions after a

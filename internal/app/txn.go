@@ -15,7 +15,6 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
-	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/txn"
 )
 
@@ -392,16 +391,11 @@ func (c *txnCoord) writeMarkers(tp *txnPart, m txn.Markers, todo []txn.TopicPart
 	return left, fenced
 }
 
-// request sends one WriteTxnMarkers on a fresh connection.
+// request sends one WriteTxnMarkers through the node's peer pool.
 func (c *txnCoord) request(addr string, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	conn, err := peer.Dial(ctx, addr, "berth-txn-markers-"+strconv.Itoa(int(c.n.nodeID)))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	resp, err := conn.Request(ctx, req, 40*time.Second)
+	resp, err := c.n.peers.Request(ctx, addr, req, 40*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,16 @@ package handler
 // NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas
 // (NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank during the wait). Topic ids (v13+) are
 // served, and NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951,
-// leaders.go). Transactional batches (with a producer id) are accepted and
-// open the producer's transaction on the partition until a WriteTxnMarkers
-// COMMIT or ABORT ends it; a request with a TransactionalID is a
-// transactional producer's (the coordinator is internal/app/txn.go). Not
-// honoured yet: nothing checks that a transactional batch's partition was
-// added to a transaction (KIP-890's verification); per-record errors
+// leaders.go). Transactional batches (with a producer id) open the
+// producer's transaction on the partition until a WriteTxnMarkers COMMIT
+// or ABORT ends it. With a TransactionalID, the first batch of a
+// transaction on a partition is first checked with (v3-11, when
+// transaction.partition.verification.enable is set) or enlisted at (v12+,
+// Transactions V2) the producer's transaction coordinator
+// (txn_verify.go): a partition not in the transaction gets
+// TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v11), a fenced producer
+// INVALID_PRODUCER_EPOCH, a coordinator that cannot answer
+// NOT_ENOUGH_REPLICAS (retriable). Not honoured: per-record errors
 // (ErrorRecords).
 
 import (
@@ -29,6 +33,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/txn"
 )
 
 func init() { register(0, 3, 13, (*Broker).produce) }
@@ -40,13 +45,14 @@ type produceWait struct {
 	out     *kmsg.ProduceResponseTopicPartition
 }
 
-func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, error) {
+func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return b.produceError(r, resp, kerr.InvalidRequiredAcks), nil
 	}
 	im := b.image()
+	checks := b.checkTxnBatches(ctx, r, im)
 	scratch := batch.GetScratch()
 	defer batch.PutScratch(scratch)
 	var waits []produceWait
@@ -71,7 +77,18 @@ func (b *Broker) produce(_ context.Context, req *server.Request) (server.Reply, 
 			}
 			var res replica.AppendResult
 			if err == nil {
-				res, err = p.Append(rp.Records, scratch)
+				if c, ok := checks[txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}]; ok {
+					switch {
+					case c.err != nil:
+						err = c.err
+					case c.guarded:
+						res, err = p.AppendChecked(rp.Records, scratch, c.guard)
+					default:
+						res, err = p.Append(rp.Records, scratch)
+					}
+				} else {
+					res, err = p.Append(rp.Records, scratch)
+				}
 			}
 			if err != nil {
 				sp.ErrorCode = code(err)
@@ -181,4 +198,74 @@ func (b *Broker) checkMinISR(t *metadata.Topic, p *replica.Partition) error {
 		return fmt.Errorf("%w: %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, len(mp.ISR), min)
 	}
 	return nil
+}
+
+// txnCheck is a transactional batch's verdict from its coordinator: its
+// error, or the guard to append it with (verified batches; an enlisted
+// Transactions V2 batch needs none: a marker ending its transaction
+// carries a higher epoch than the batch, which the epoch check refuses).
+type txnCheck struct {
+	err     error
+	guard   replica.TxnGuard
+	guarded bool
+}
+
+// checkTxnBatches asks the transaction coordinator about the transactional
+// batches of r that open a transaction on their partition (txn_verify.go)
+// and returns the verdict of each; partitions not listed append as usual.
+func (b *Broker) checkTxnBatches(ctx context.Context, r *kmsg.ProduceRequest, im *metadata.Image) map[txn.TopicPartition]txnCheck {
+	if r.TransactionID == nil || *r.TransactionID == "" {
+		return nil
+	}
+	add := r.Version >= 12
+	if !add && !b.verifyEnabled() {
+		return nil
+	}
+	type producer struct {
+		pid   int64
+		epoch int16
+	}
+	var (
+		out   map[txn.TopicPartition]txnCheck
+		parts = map[producer][]txn.TopicPartition{}
+	)
+	for _, rt := range r.Topics {
+		t, err := lookupTopic(im, rt.Topic, rt.TopicID, r.Version >= 13)
+		if err != nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			h, err := batch.ParseHeader(rp.Records)
+			if err != nil || !h.Transactional() || h.ProducerID < 0 {
+				continue // Append refuses or takes it as it is
+			}
+			p, err := b.partition(t, rp.Partition)
+			if err != nil {
+				continue
+			}
+			g, need := p.NeedsTxnCheck(h.ProducerID, h.ProducerEpoch)
+			if !need {
+				continue
+			}
+			tp := txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}
+			if out == nil {
+				out = map[txn.TopicPartition]txnCheck{}
+			}
+			out[tp] = txnCheck{guard: g, guarded: !add}
+			k := producer{h.ProducerID, h.ProducerEpoch}
+			parts[k] = append(parts[k], tp)
+		}
+	}
+	for k, tps := range parts {
+		for tp, err := range b.txnEnsure(ctx, *r.TransactionID, k.pid, k.epoch, tps, add) {
+			c := out[tp]
+			if err != nil {
+				c.err = txnCheckCode(err, 0, r.Version)
+				b.log.Debug("transactional batch refused by its coordinator", "transactional_id", *r.TransactionID,
+					"topic", tp.Topic, "partition", tp.Partition, "producer", k.pid, "epoch", k.epoch, "err", err)
+			}
+			out[tp] = c
+		}
+	}
+	return out
 }

@@ -1,21 +1,21 @@
 package handler
 
-// AddPartitionsToTxn, versions 0-4. v0-3 is the client form: the producer
+// AddPartitionsToTxn, versions 0-5. v0-3 is the client form: the producer
 // adds the partitions it is about to write to its ongoing transaction, at
 // the transaction coordinator of its transactional id (NOT_COORDINATOR on
-// another node). v4 is the broker form (KIP-890 part 1): several
-// transactions in one request, each either added or, with VerifyOnly,
-// only checked (a partition not in the ongoing transaction gets
-// INVALID_TXN_STATE, nothing is written); NOT_COORDINATOR and other
+// another node). v4-5 is the broker form (KIP-890), which partition
+// leaders and group coordinators send (txn_verify.go): several
+// transactions in one request, each either added (v5: for a Transactions
+// V2 producer, whose Produce v12+ and TxnOffsetCommit v5+ enlist the
+// partition; the transaction begins if it was not ongoing) or, with
+// VerifyOnly, only checked (a partition not in the ongoing transaction
+// gets INVALID_TXN_STATE, nothing is written); NOT_COORDINATOR and other
 // errors are per transaction, on each of its partitions. A partition
 // whose topic or index does not exist gets UNKNOWN_TOPIC_OR_PARTITION and
 // the others of its transaction OPERATION_NOT_ATTEMPTED, as in Kafka;
 // otherwise every partition gets the coordinator's answer
 // (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2, KIP-588). Not
-// served: v5 (Transactions V2, partition leaders adding for a KIP-890
-// part 2 producer); no CLUSTER_ACTION authorization of v4 (Berth has no
-// ACLs). Berth's own Produce does not send v4 yet: it does not verify
-// that a transactional batch's partition was added.
+// honoured: CLUSTER_ACTION authorization of v4-5 (Berth has no ACLs).
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 	"github.com/berthmq/berth/internal/txn"
 )
 
-func init() { register(24, 0, 4, (*Broker).addPartitionsToTxn) }
+func init() { register(24, 0, 5, (*Broker).addPartitionsToTxn) }
 
 func (b *Broker) addPartitionsToTxn(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
@@ -108,9 +108,13 @@ func (b *Broker) addTxnPartitions(ctx context.Context, im *metadata.Image, versi
 		}
 	}
 	if !verifyOnly {
+		tv := txn.TV0
+		if version >= 5 {
+			tv = txn.TV2 // a partition leader enlisting for a Transactions V2 producer
+		}
 		res := b.txnDo(ctx, id, func(tp *txn.Partition, t time.Time) txn.Result {
 			return tp.AddPartitions(txn.AddRequest{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch,
-				Partitions: parts, ClientVersion: txn.TV0}, t)
+				Partitions: parts, ClientVersion: tv}, t)
 		})
 		setAll(txn.FencedFor(res.Err, 24, version))
 		return codes

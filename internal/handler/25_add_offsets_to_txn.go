@@ -4,8 +4,9 @@ package handler
 // __consumer_offsets partition to its ongoing transaction, at the
 // transaction coordinator of its transactional id (NOT_COORDINATOR on
 // another node); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2
-// (KIP-588). Its TxnOffsetCommit (key 28) is not served yet, so the
-// offsets themselves cannot be committed in a transaction.
+// (KIP-588). The offsets follow with TxnOffsetCommit (key 28) at the
+// group's coordinator. Transactions V2 clients skip this request:
+// TxnOffsetCommit v5+ enlists the group's partition itself.
 
 import (
 	"context"

@@ -1,16 +1,21 @@
 package handler
 
-// TxnOffsetCommit, versions 0-3: a transactional producer commits a
+// TxnOffsetCommit, versions 0-5: a transactional producer commits a
 // consumer group's offsets inside its transaction, at the group's
 // coordinator (NOT_COORDINATOR elsewhere), with KIP-447's checks of the
 // member id and generation (v3+; UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // FENCED_INSTANCE_ID). The offsets are pending, and answered once durable,
 // until the transaction's marker reaches the group's __consumer_offsets
 // partition: COMMIT makes them the committed offsets, ABORT drops them
-// (internal/group/txn_offsets.go). Not served: v4-5 (Transactions V2).
-// Not honoured: the group coordinator does not check with the transaction
-// coordinator that the group's partition was added to the transaction;
-// OffsetFetch's RequireStable does not wait for pending offsets.
+// (internal/group/txn_offsets.go). Before that the group coordinator asks
+// the producer's transaction coordinator (txn_verify.go) to check that the
+// group's __consumer_offsets partition is in the ongoing transaction (v0-4,
+// added by AddOffsetsToTxn; when transaction.partition.verification.enable
+// is set) or to add it (v5+, Transactions V2, sent without
+// AddOffsetsToTxn): not in the transaction is TRANSACTION_ABORTABLE
+// (INVALID_TXN_STATE before v4), a fenced producer INVALID_PRODUCER_EPOCH,
+// a coordinator that cannot answer COORDINATOR_LOAD_IN_PROGRESS. Not
+// served: v6 (topic ids).
 
 import (
 	"context"
@@ -19,14 +24,41 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/txn"
 )
 
-func init() { register(28, 0, 3, (*Broker).txnOffsetCommit) }
+func init() { register(28, 0, 5, (*Broker).txnOffsetCommit) }
 
-func (b *Broker) txnOffsetCommit(_ context.Context, req *server.Request) (server.Reply, error) {
+func (b *Broker) txnOffsetCommit(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	add := r.Version >= 5
+	if owns, loading := b.Groups.Owns(r.Group); owns && !loading && r.TransactionalID != "" && (add || b.verifyEnabled()) {
+		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: group.PartitionFor(r.Group, b.offsetsPartitions())}
+		if err := b.txnEnsure(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]; err != nil {
+			b.log.Debug("transactional offset commit refused by its coordinator", "transactional_id", r.TransactionalID,
+				"group", r.Group, "err", err)
+			return now(txnOffsetCommitError(r, txnCheckCode(err, 28, r.Version))), nil
+		}
+	}
 	return later(req.Conn, func(respond func(*kmsg.TxnOffsetCommitResponse)) { b.Groups.TxnOffsetCommit(r, respond) }), nil
+}
+
+// txnOffsetCommitError answers every partition of r with err.
+func txnOffsetCommitError(r *kmsg.TxnOffsetCommitRequest, err *kerr.Error) *kmsg.TxnOffsetCommitResponse {
+	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, err.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // completeTxnOffsets is called by WriteTxnMarkers once a marker is durable
@@ -47,4 +79,12 @@ func (b *Broker) completeTxnOffsets(partition int32, producerID int64, commit bo
 	case <-t.C:
 		return kerr.RequestTimedOut
 	}
+}
+
+// offsetsPartitions is the partition count of __consumer_offsets.
+func (b *Broker) offsetsPartitions() int32 {
+	if t := b.image().Topic(txn.OffsetsTopic); t != nil {
+		return int32(len(t.Partitions))
+	}
+	return int32(b.Broker.Int("offsets.topic.num.partitions"))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharepart"
@@ -87,6 +88,9 @@ type Config struct {
 	// Txns is the transaction coordinator of the __transaction_state
 	// partitions this node leads; nil answers COORDINATOR_NOT_AVAILABLE.
 	Txns TxnCoordinator
+	// Peers carries requests to other brokers (a partition leader asking
+	// a transaction coordinator, txn_verify.go).
+	Peers *peer.Pool
 	// Elector runs ElectLeaders on the active controller (the node's
 	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
 	Elector Elector

@@ -30,6 +30,7 @@ var codeTable = []struct {
 	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{replica.ErrInvalidEpoch, kerr.InvalidProducerEpoch},
 	{replica.ErrMultipleBatches, kerr.InvalidRecord},
+	{replica.ErrTxnChanged, kerr.NotEnoughReplicas}, // retriable: the retry asks the coordinator again
 	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
 	{replica.ErrNotFollower, kerr.NotLeaderForPartition},
 	{replica.ErrNotReplica, kerr.NotLeaderForPartition},

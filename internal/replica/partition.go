@@ -165,6 +165,18 @@ type AppendResult struct {
 // Append validates and appends one partition's produce data. It runs in
 // request order on the connection's read loop.
 func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, error) {
+	return p.append(data, scratch, nil)
+}
+
+// AppendChecked is Append for a transactional batch that the transaction
+// coordinator said belongs to an ongoing transaction: it is refused with
+// ErrTxnChanged if a marker ended the producer's transaction since g was
+// taken (verify.go).
+func (p *Partition) AppendChecked(data []byte, scratch *batch.Scratch, g TxnGuard) (AppendResult, error) {
+	return p.append(data, scratch, &g)
+}
+
+func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	if p.closed.Load() {
 		return res, ErrClosed
@@ -218,6 +230,11 @@ func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, e
 			res.Duplicate = true
 			res.LogStartOffset = p.log.LogStartOffset()
 			return res, nil
+		}
+		if g != nil && h.Transactional() {
+			if err := g.check(p.producers, h.ProducerID); err != nil {
+				return res, err
+			}
 		}
 	}
 	if p.mgr.cfg.Fsync {

@@ -38,6 +38,9 @@ type producerEntry struct {
 	// before transactions lack both (no transaction).
 	InTxn    bool  `json:"it,omitempty"`
 	TxnFirst int64 `json:"tf,omitempty"`
+	// Markers counts the markers applied to the producer since the entry
+	// was made (not persisted): a TxnGuard compares it (verify.go).
+	Markers uint64 `json:"-"`
 }
 
 // AbortedTxn is one aborted transaction of a partition: its producer, its
@@ -116,6 +119,7 @@ func (ps *producerState) endTxn(producerID int64, epoch int16, commit bool, offs
 		e.Epoch = epoch
 		e.Batches = e.Batches[:0]
 	}
+	e.Markers++
 	if e.InTxn {
 		if !commit {
 			ps.aborted = append(ps.aborted, AbortedTxn{ProducerID: producerID, FirstOffset: e.TxnFirst, LastOffset: offset})

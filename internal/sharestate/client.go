@@ -2,9 +2,7 @@ package sharestate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,17 +22,12 @@ type Route func(ctx context.Context, k Key) (node int32, addr string, err error)
 // retries (with backoff, until ctx ends) while the coordinator moves or
 // loads. It implements sharepart.Store.
 type Client struct {
-	Self     int32
-	Local    *Coordinator
-	Route    Route
-	ClientID string
-
-	mu   sync.Mutex
-	idle map[string][]*peer.Conn // by address
+	Self  int32
+	Local *Coordinator
+	Route Route
+	// Peers carries the requests to other coordinators.
+	Peers *peer.Pool
 }
-
-// maxIdle bounds the idle connections kept per coordinator.
-const maxIdle = 4
 
 // Read implements sharepart.Store.
 func (c *Client) Read(ctx context.Context, k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
@@ -99,57 +92,7 @@ func (c *Client) once(ctx context.Context, k Key, local func() error, remote fun
 	if node == c.Self {
 		return local()
 	}
-	conn, err := c.conn(ctx, addr)
-	if err != nil {
-		return err
-	}
-	err = remote(conn)
-	var ke *kerr.Error
-	if err == nil || errors.As(err, &ke) {
-		c.put(conn) // a Kafka error leaves the connection usable
-	} else {
-		conn.Close()
-	}
-	return err
-}
-
-func (c *Client) conn(ctx context.Context, addr string) (*peer.Conn, error) {
-	c.mu.Lock()
-	if cs := c.idle[addr]; len(cs) > 0 {
-		conn := cs[len(cs)-1]
-		c.idle[addr] = cs[:len(cs)-1]
-		c.mu.Unlock()
-		return conn, nil
-	}
-	c.mu.Unlock()
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return peer.Dial(dctx, addr, c.ClientID)
-}
-
-func (c *Client) put(conn *peer.Conn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.idle == nil {
-		c.idle = map[string][]*peer.Conn{}
-	}
-	if len(c.idle[conn.Addr]) >= maxIdle {
-		conn.Close()
-		return
-	}
-	c.idle[conn.Addr] = append(c.idle[conn.Addr], conn)
-}
-
-// Close closes the idle connections.
-func (c *Client) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cs := range c.idle {
-		for _, conn := range cs {
-			conn.Close()
-		}
-	}
-	c.idle = nil
+	return c.Peers.Do(ctx, addr, remote)
 }
 
 // rpcTimeout bounds one request to another coordinator.
