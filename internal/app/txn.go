@@ -44,8 +44,12 @@ type txnPart struct {
 	index int32
 	stop  chan struct{} // closed on unload: its timers and marker senders end
 
-	mu      sync.Mutex // guards p, loading, epoch, last
+	mu      sync.Mutex // guards p, loading, epoch, last, changed
 	p       *txn.Partition
+	// changed is closed (and replaced) when a change of the partition's
+	// state is durable: an operation answered CONCURRENT_TRANSACTIONS
+	// waits on it instead of polling (Changed).
+	changed chan struct{}
 	loading bool  // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
 	epoch   int32 // coordinator epoch: the partition's leader epoch when loaded
 	// last is the durability offset and generation of the last append: an
@@ -97,7 +101,8 @@ func (c *txnCoord) get(p int32) *txnPart {
 }
 
 func (c *txnCoord) begin(p int32) {
-	tp := &txnPart{index: p, stop: make(chan struct{}), p: txn.NewPartition(c.cfg, c.allocate), loading: true}
+	tp := &txnPart{index: p, stop: make(chan struct{}), p: txn.NewPartition(c.cfg, c.allocate), loading: true,
+		changed: make(chan struct{})}
 	if part := c.n.replicas.Get(txn.Topic, p); part != nil {
 		tp.epoch = part.LeaderEpoch()
 	}
@@ -173,6 +178,17 @@ func (c *txnCoord) View(p int32, fn func(*txn.Partition)) error {
 	return nil
 }
 
+// Changed implements handler.TxnCoordinator.
+func (c *txnCoord) Changed(p int32) <-chan struct{} {
+	tp := c.get(p)
+	if tp == nil {
+		return nil
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.changed
+}
+
 // Do implements handler.TxnCoordinator.
 func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time.Time) txn.Result) txn.Result {
 	tp := c.get(p)
@@ -194,6 +210,12 @@ func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time
 		c.n.log.Warn("writing __transaction_state", "partition", p, "err", err)
 		c.rebuild(tp)
 		return txnFail(kerr.NotCoordinator)
+	}
+	if len(res.Records) > 0 {
+		tp.mu.Lock()
+		close(tp.changed)
+		tp.changed = make(chan struct{})
+		tp.mu.Unlock()
 	}
 	for _, m := range res.Markers {
 		c.sendMarkers(tp, m)

@@ -33,11 +33,11 @@ func init() { clientCommands = append(clientCommands, newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure produce, consume and work-queue throughput and latency",
+		Short: "Measure produce, consume, work-queue and transaction throughput and latency",
 		Args:  cobra.NoArgs,
 	}
 	cf := addClientFlags(cmd)
-	cmd.AddCommand(newBenchProduceCmd(cf), newBenchConsumeCmd(cf), newBenchQueueCmd(cf))
+	cmd.AddCommand(newBenchProduceCmd(cf), newBenchConsumeCmd(cf), newBenchQueueCmd(cf), newBenchTxnCmd(cf))
 	return cmd
 }
 

@@ -112,7 +112,7 @@ func (b *Broker) addTxnPartitions(ctx context.Context, im *metadata.Image, versi
 		if version >= 5 {
 			tv = txn.TV2 // a partition leader enlisting for a Transactions V2 producer
 		}
-		res := b.txnDo(ctx, id, func(tp *txn.Partition, t time.Time) txn.Result {
+		res := b.txnDoWaiting(ctx, id, func(tp *txn.Partition, t time.Time) txn.Result {
 			return tp.AddPartitions(txn.AddRequest{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch,
 				Partitions: parts, ClientVersion: tv}, t)
 		})

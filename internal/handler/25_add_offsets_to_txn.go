@@ -23,7 +23,7 @@ func init() { register(25, 0, 4, (*Broker).addOffsetsToTxn) }
 func (b *Broker) addOffsetsToTxn(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	res := b.txnDo(ctx, r.TransactionalID, func(tp *txn.Partition, t time.Time) txn.Result {
+	res := b.txnDoWaiting(ctx, r.TransactionalID, func(tp *txn.Partition, t time.Time) txn.Result {
 		return tp.AddOffsets(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group, t)
 	})
 	resp.ErrorCode = code(txn.FencedFor(res.Err, 25, r.Version))

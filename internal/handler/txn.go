@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,9 @@ type TxnCoordinator interface {
 	View(p int32, fn func(tp *txn.Partition)) error
 	// Loaded lists the partitions loaded (led by this node).
 	Loaded() []int32
+	// Changed returns a channel closed at the next durable change of
+	// partition p's state (nil when p is not loaded here).
+	Changed(p int32) <-chan struct{}
 }
 
 // txnPartition is the __transaction_state partition of a transactional
@@ -48,6 +52,41 @@ func (b *Broker) txnDo(ctx context.Context, id string, op func(tp *txn.Partition
 		return txn.Result{Err: err, ProducerID: txn.NoProducerID, ProducerEpoch: txn.NoEpoch}
 	}
 	return b.Txns.Do(ctx, p, op)
+}
+
+// concurrentWait bounds how long an operation that found the previous
+// transaction still completing waits for it before it answers
+// CONCURRENT_TRANSACTIONS.
+const concurrentWait = 2 * time.Second
+
+// txnDoWaiting is txnDo for an operation that begins or joins a
+// transaction (AddPartitionsToTxn, AddOffsetsToTxn): while the previous
+// transaction's markers are going out (CONCURRENT_TRANSACTIONS) it waits
+// for the coordinator's next change and tries again, for up to
+// concurrentWait, instead of making the client poll: a producer that
+// starts its next transaction right after EndTxn is answered as soon as
+// the previous one completes.
+func (b *Broker) txnDoWaiting(ctx context.Context, id string, op func(tp *txn.Partition, now time.Time) txn.Result) txn.Result {
+	p, err := b.txnPartition(id)
+	if err != nil {
+		return txn.Result{Err: err, ProducerID: txn.NoProducerID, ProducerEpoch: txn.NoEpoch}
+	}
+	giveUp := time.NewTimer(concurrentWait)
+	defer giveUp.Stop()
+	for {
+		changed := b.Txns.Changed(p) // before Do: a change during Do closes it
+		res := b.Txns.Do(ctx, p, op)
+		if !errors.Is(res.Err, kerr.ConcurrentTransactions) || changed == nil {
+			return res
+		}
+		select {
+		case <-changed:
+		case <-giveUp.C:
+			return res
+		case <-ctx.Done():
+			return res
+		}
+	}
 }
 
 // NextProducerID hands out a producer id from the node's block (the
