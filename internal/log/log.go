@@ -60,6 +60,7 @@ type Log struct {
 	failed   atomic.Pointer[error] // sticky fsync failure
 	truncGen atomic.Int64          // bumped by Truncate; readers and Sync check it
 	txnDirty atomic.Bool           // a transaction index was written since its last fsync
+	hasTxn   atomic.Bool           // a transaction index entry was ever loaded or written
 
 	// Owned by mu:
 	cfg      Config

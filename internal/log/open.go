@@ -200,6 +200,9 @@ func (l *Log) load() error {
 		if dropped {
 			l.dirDirty = true
 		}
+		if s.txnCount() > 0 {
+			l.hasTxn.Store(true)
+		}
 	}
 	if err := l.active.keepTxnMem(); err != nil {
 		return err

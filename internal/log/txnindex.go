@@ -426,6 +426,7 @@ func (l *Log) appendTxnLocked(s *segment, es []AbortedTxn) error {
 	}
 	if err == nil {
 		l.txnDirty.Store(true)
+		l.hasTxn.Store(true)
 	}
 	return err
 }
@@ -456,6 +457,11 @@ func (l *Log) syncTxnIndexes() error {
 // log. Only the active segment's entries are in memory; older segments'
 // are read from their files.
 func (l *Log) AbortedTxns(from, upto int64) ([]AbortedTxn, error) {
+	if !l.hasTxn.Load() {
+		// Never an entry: skip the segments (the usual partition). Set
+		// before a marker's data is written, so never late for a reader.
+		return nil, nil
+	}
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return nil, ErrClosed
