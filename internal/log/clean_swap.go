@@ -14,11 +14,15 @@ import (
 // named after the base offset of the group's first segment (see
 // docs/format/log.md):
 //
-//   - <base>.log.cleaned, .index.cleaned, .timeindex.cleaned: being
+//   - <base>.log.cleaned, .index.cleaned, .timeindex.cleaned (and
+//     .txnindex.cleaned when the group has aborted transactions): being
 //     written. Never trusted: Open deletes them.
 //   - <base>.log.swap (and the index .swap files): complete, fsynced,
 //     replacing every segment whose base lies in [base, end of the swap's
 //     data). Open completes the swap (Kafka's rule).
+//
+// The output's transaction index is the group's entries, concatenated:
+// the cleaner keeps every control batch, so every marker stays.
 //
 // Every rewritten group keeps its last batch (as an empty batch if none of
 // its records stay), so the .swap's data ends exactly where the group did
@@ -29,14 +33,15 @@ const (
 )
 
 // cleanFiles names one group's output files with a suffix.
-type cleanFiles struct{ log, idx, tidx string }
+type cleanFiles struct{ log, idx, tidx, txn string }
 
 func (l *Log) cleanFiles(base int64, suffix string) cleanFiles {
 	stem := l.path(segmentName(base))
-	return cleanFiles{stem + logSuffix + suffix, stem + indexSuffix + suffix, stem + timeIndexSuffix + suffix}
+	return cleanFiles{stem + logSuffix + suffix, stem + indexSuffix + suffix, stem + timeIndexSuffix + suffix,
+		stem + txnIndexSuffix + suffix}
 }
 
-func (f cleanFiles) all() []string { return []string{f.idx, f.tidx, f.log} }
+func (f cleanFiles) all() []string { return []string{f.idx, f.tidx, f.txn, f.log} }
 
 // errSimulatedCrash is returned by test hooks to stop a clean as a crash
 // would, leaving its files on disk.
@@ -148,11 +153,15 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 	if err := writeFileSync(l.fs, cleaned.tidx, tidx); err != nil {
 		return false, err
 	}
+	txnCounts, err := l.carryTxnIndex(g, out, cleaned.txn)
+	if err != nil {
+		return false, err
+	}
 	if err := l.cleanAt("cleaned"); err != nil {
 		crashed = errors.Is(err, errSimulatedCrash)
 		return false, err
 	}
-	swapped, err = l.swapIn(g, out, cleaned, swap, c.snap.gen)
+	swapped, err = l.swapIn(g, out, cleaned, swap, c.snap.gen, txnCounts)
 	if errors.Is(err, errSimulatedCrash) {
 		crashed = true
 		return false, err
@@ -184,7 +193,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 //
 // After the old files are deleted there is no way back: an error then
 // fails the log (reopening completes the swap).
-func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64) (bool, error) {
+func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64, txnCounts []int) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.writable() != nil || l.truncGen.Load() != gen {
@@ -196,11 +205,16 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 		return false, nil
 	}
 	for j, s := range g {
-		if segs[i+j] != s {
+		if segs[i+j] != s || s.txnCount() != txnCounts[j] {
 			return false, nil
 		}
 	}
-	for _, p := range [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}, {cleaned.log, swap.log}} {
+	hasTxn := out.txnCount() > 0
+	renames := [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}}
+	if hasTxn {
+		renames = append(renames, [2]string{cleaned.txn, swap.txn})
+	}
+	for _, p := range append(renames, [2]string{cleaned.log, swap.log}) {
 		if err := l.fs.Rename(p[0], p[1]); err != nil {
 			return false, fmt.Errorf("log: compaction swap: %w", err)
 		}
@@ -219,14 +233,15 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 	// No way back from here.
 	var ferr error
 	for _, s := range g[1:] {
-		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath()} {
+		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath(), s.txnPath()} {
 			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && ferr == nil {
 				ferr = fmt.Errorf("log: remove %s: %w", p, err)
 			}
 		}
 	}
 	// The first segment's indexes go before the renames, so a crash never
-	// pairs an index with the wrong data.
+	// pairs an index with the wrong data. Its transaction index is
+	// replaced by the output's, which holds the group's entries.
 	for _, p := range []string{g[0].indexPath(), g[0].timeIndexPath()} {
 		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.logger.Warn("log: removing index of a compacted segment", "dir", l.dir, "file", p, "err", err)
@@ -248,11 +263,21 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 				l.fs.Remove(p[0])
 			}
 		}
+		// The transaction index is not a cache: it takes its final name
+		// before the .log does, so a crash in between leaves it for
+		// completeSwap, which keeps it.
+		if hasTxn {
+			if err := l.fs.Rename(swap.txn, out.txnPath()); err != nil {
+				ferr = fmt.Errorf("log: compaction swap: %w", err)
+			}
+		}
 		if err := l.cleanAt("indexed"); err != nil {
 			return false, err
 		}
-		if err := l.fs.Rename(swap.log, out.path); err != nil {
-			ferr = fmt.Errorf("log: compaction swap: %w", err)
+		if ferr == nil {
+			if err := l.fs.Rename(swap.log, out.path); err != nil {
+				ferr = fmt.Errorf("log: compaction swap: %w", err)
+			}
 		}
 	}
 
@@ -371,6 +396,8 @@ func (l *Log) recoverCleanerFiles(names []string) ([]string, error) {
 		// formed, or the .log.swap already took its final name before
 		// this index did. Either way the segment's index files may not
 		// match its data; they are rebuilt.
+		// A .txnindex.swap without its .log.swap: the old segments and
+		// their transaction indexes are intact; it just goes.
 		l.remove(n)
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if base, ok := strings.CutSuffix(stem, suf); ok {
@@ -394,8 +421,17 @@ func (l *Log) completeSwap(base int64, names []string) error {
 	}
 	l.logger.Warn("log: completing an interrupted compaction swap", "dir", l.dir,
 		"segment", segmentName(base)+logSuffix, "replaces_below", end)
+	// Without a .txnindex.swap the output's transaction index already
+	// took its final name (or the group had none): keep it.
+	txnSwap := slices.Contains(names, segmentName(base)+txnIndexSuffix+swapSuffix)
 	for _, n := range names {
 		if b, ok := parseSegmentName(n); ok && b >= base && (b < end || b == base) {
+			if b == base && !txnSwap {
+				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+					l.remove(segmentName(b) + suf)
+				}
+				continue
+			}
 			l.removeSegmentFiles(b)
 		}
 	}
@@ -405,6 +441,12 @@ func (l *Log) completeSwap(base int64, names []string) error {
 		return fmt.Errorf("log: sync %s: %w", l.dir, err)
 	}
 	final := l.cleanFiles(base, "")
+	if txnSwap {
+		// Open cuts entries past the data if the swap was corrupt.
+		if err := l.fs.Rename(swap.txn, final.txn); err != nil {
+			return fmt.Errorf("log: complete compaction swap: %w", err)
+		}
+	}
 	for _, p := range [][2]string{{swap.idx, final.idx}, {swap.tidx, final.tidx}} {
 		if corrupt {
 			l.remove(p[0]) // rebuild the indexes while recovery truncates the data
@@ -452,4 +494,29 @@ func (l *Log) swapEnd(name string, base int64) (end int64, corrupt bool, err err
 		}
 		end = h.LastOffset() + 1
 	}
+}
+
+// carryTxnIndex writes the transaction index entries of the group g to
+// name (fsynced) and opens it as out's, when there are any. It returns
+// each segment's entry count, which swapIn checks again under mu.
+func (l *Log) carryTxnIndex(g []*segment, out *segment, name string) ([]int, error) {
+	counts := make([]int, len(g))
+	var all []byte
+	for i, s := range g {
+		b, n, err := s.txnBytes()
+		if err != nil {
+			return nil, err
+		}
+		all, counts[i] = append(all, b...), n
+	}
+	if len(all) == 0 {
+		return counts, nil
+	}
+	if err := writeFileSync(l.fs, name, all); err != nil {
+		return nil, err
+	}
+	if _, _, err := out.openTxn(l.fs, name, out.next.Load()); err != nil {
+		return nil, err
+	}
+	return counts, nil
 }

@@ -92,3 +92,65 @@ func FuzzRecover(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTxnIndex opens a log whose segment's transaction index holds
+// arbitrary bytes after two valid entries, and checks that Open never
+// fails or panics, keeps the valid entries before the damage, serves only
+// entries whose marker is in the segment in increasing order, and appends
+// after them.
+func FuzzTxnIndex(f *testing.F) {
+	entry := func(pid, first, last int64) []byte {
+		return appendTxnEntry(nil, AbortedTxn{ProducerID: pid, FirstOffset: first, LastOffset: last, LastStableOffset: last + 1})
+	}
+	f.Add([]byte{})
+	f.Add(make([]byte, 20))
+	f.Add(entry(3, 3, 4))
+	f.Add(entry(3, 3, 1))  // marker out of order
+	f.Add(entry(3, 9, 4))  // first after marker
+	f.Add(entry(3, 3, 99)) // marker past the data
+	f.Add(append(entry(3, 3, 4), 0, 1))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		dir := t.TempDir()
+		cfg := testConfig()
+		fs := noSyncFS{OSFS()}
+		l := openT(t, dir, cfg, Options{FS: fs})
+		b := simpleBatch(1, 10, 5)
+		for range 6 {
+			appendT(t, l, b, 0)
+		}
+		crash(l)
+		name := filepath.Join(dir, segmentName(0)+txnIndexSuffix)
+		data := append(append(entry(1, 0, 1), entry(2, 1, 2)...), tail...)
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(dir, cfg, Options{FS: fs, Logger: quietLogger()})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer l.Close()
+		all, err := l.AbortedTxns(0, 1<<62)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) < 2 || all[0].ProducerID != 1 || all[1].ProducerID != 2 {
+			t.Fatalf("valid entries lost: %+v", all)
+		}
+		prev := int64(-1)
+		for _, a := range all {
+			if a.LastOffset <= prev || a.LastOffset >= l.LogEndOffset() || a.FirstOffset > a.LastOffset {
+				t.Fatalf("bad entry served: %+v", a)
+			}
+			prev = a.LastOffset
+		}
+		leo := l.LogEndOffset()
+		a := AbortedTxn{ProducerID: 7, FirstOffset: leo, LastOffset: leo, LastStableOffset: leo + 1}
+		if _, err := l.AppendTxn(append([]byte(nil), b...), 0, []AbortedTxn{a}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := l.AbortedTxns(leo, leo+1)
+		if err != nil || len(after) == 0 || after[len(after)-1] != a {
+			t.Fatalf("after an append: %+v %v", after, err)
+		}
+	})
+}

@@ -59,6 +59,8 @@ type Log struct {
 	closed   atomic.Bool
 	failed   atomic.Pointer[error] // sticky fsync failure
 	truncGen atomic.Int64          // bumped by Truncate; readers and Sync check it
+	txnDirty atomic.Bool           // a transaction index was written since its last fsync
+	hasTxn   atomic.Bool           // a transaction index entry was ever loaded or written
 
 	// Owned by mu:
 	cfg      Config
@@ -148,6 +150,12 @@ func (c Config) maxIndexEntries() int { return int(c.SegmentIndexBytes) / timeEn
 // truncated back, so no partial batch stays; the error wraps ErrDiskFull for
 // ENOSPC/EDQUOT. Append does not fsync: see Sync.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.appendAssign(batches, leaderEpoch, nil)
+}
+
+// appendAssign is Append, writing the transaction index entries of aborted
+// (see AppendTxn) with the batches.
+func (l *Log) appendAssign(batches []byte, leaderEpoch int32, aborted []AbortedTxn) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -167,7 +175,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
 	if len(batches) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: empty append", ErrInvalidBatch)
 	}
-	res, err := l.appendLocked(batches, first, next-1)
+	res, err := l.appendLocked(batches, first, next-1, aborted)
 	if err != nil {
 		return res, err
 	}
@@ -207,7 +215,7 @@ func (l *Log) AppendWithOffsets(batches []byte) (AppendResult, error) {
 		prevNext = base + lastDelta + 1
 		p += size
 	}
-	res, err := l.appendLocked(batches, first, prevNext-1)
+	res, err := l.appendLocked(batches, first, prevNext-1, nil)
 	if err != nil {
 		return res, err
 	}
@@ -240,8 +248,11 @@ func checkInputBatch(b []byte) (size int, lastDelta int64, err error) {
 }
 
 // appendLocked writes b (batches with final offsets first..last) to the
-// active segment, rolling first if needed, and indexes it.
-func (l *Log) appendLocked(b []byte, first, last int64) (AppendResult, error) {
+// active segment, rolling first if needed, and indexes it. The entries of
+// aborted whose marker lies in [first, last] go to the segment's
+// transaction index first, so no reader or Sync sees a marker without its
+// entry; a failed data write takes them back.
+func (l *Log) appendLocked(b []byte, first, last int64, aborted []AbortedTxn) (AppendResult, error) {
 	if int64(len(b)) > MaxSegmentBytes {
 		return AppendResult{}, fmt.Errorf("%w: append of %d bytes exceeds the largest segment", ErrInvalidBatch, len(b))
 	}
@@ -253,10 +264,28 @@ func (l *Log) appendLocked(b []byte, first, last int64) (AppendResult, error) {
 		}
 		s = l.active
 	}
+	var es []AbortedTxn
+	for _, t := range aborted {
+		if t.LastOffset >= first && t.LastOffset <= last && (len(es) == 0 || t.LastOffset > es[len(es)-1].LastOffset) {
+			es = append(es, t)
+		}
+	}
+	n0 := 0
+	if len(es) > 0 {
+		n0 = s.txnCount()
+		if err := l.appendTxnLocked(s, es); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	pos := s.size.Load()
 	if _, err := s.f.WriteAt(b, pos); err != nil {
 		if terr := s.f.Truncate(pos); terr != nil {
 			l.fail(fmt.Errorf("truncate %s after failed write: %w", s.name(), terr))
+		}
+		if len(es) > 0 {
+			if terr := s.cutTxn(n0); terr != nil {
+				l.fail(terr)
+			}
 		}
 		return AppendResult{}, fmt.Errorf("log: append to %s: %w", s.name(), wrapDiskFull(err))
 	}
@@ -320,12 +349,14 @@ func (l *Log) rollLocked(base int64) error {
 		return fmt.Errorf("log: roll to %d: %w", base, wrapDiskFull(err))
 	}
 	old.finishIndex()
+	old.dropTxnMem()
 	if err := old.writeIndexes(l.fs, false); err != nil {
 		// Not fatal: a missing index is rebuilt on open.
 		l.logger.Warn("log: writing segment index", "dir", l.dir, "segment", old.name(), "err", err)
 	}
 	s := newSegment(l.dir, base, f)
 	s.rollStartMs = l.nowMs()
+	s.txn.mem = []byte{}
 	l.unsynced = append(l.unsynced, old)
 	l.dirDirty = true
 	segs := l.segments()
@@ -368,6 +399,9 @@ func (l *Log) Sync() (int64, error) {
 	l.mu.Unlock()
 
 	err := l.syncSegments(todo, len(todo)-1)
+	if err == nil {
+		err = l.syncTxnIndexes()
+	}
 	if err == nil && dirDirty {
 		err = l.fs.SyncDir(l.dir)
 	}

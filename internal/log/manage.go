@@ -17,7 +17,7 @@ func (l *Log) deleteSegmentsLocked(segs []*segment) {
 	for _, s := range segs {
 		gone[s] = true
 		s.deleted.Store(true)
-		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath()} {
+		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath(), s.txnPath()} {
 			if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.logger.Warn("log: removing segment file", "dir", l.dir, "file", p, "err", err)
 			}
@@ -246,6 +246,16 @@ func (l *Log) truncateLocked(offset int64) error {
 		return err
 	}
 	s.removeIndexFiles(l.fs)
+	// The transaction index is not a cache: cut it to the kept markers.
+	if err := s.truncateTxn(max(leo, s.base)); err != nil {
+		return err
+	}
+	if err := s.syncTxn(); err != nil {
+		return err
+	}
+	if err := s.keepTxnMem(); err != nil {
+		return err
+	}
 	s.size.Store(pos)
 	s.next.Store(max(leo, s.base))
 	l.setSegments(append([]*segment(nil), segs[:k+1]...))
@@ -286,6 +296,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	s := newSegment(l.dir, offset, f)
 	s.rollStartMs = l.nowMs()
+	s.txn.mem = []byte{}
 	l.setSegments([]*segment{s})
 	l.active = s
 	l.unsynced = nil
@@ -318,6 +329,13 @@ func (l *Log) SaveProducerSnapshot(offset int64, data []byte) error {
 	defer l.ckptMu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
+	}
+	// The snapshot stands for the transaction index entries of the
+	// markers below offset (the owner's replay starts at it), so those
+	// must be durable first.
+	if err := l.syncTxnIndexes(); err != nil {
+		l.fail(err)
+		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	return writeFileAtomic(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data), true)
 }
@@ -377,6 +395,9 @@ func (l *Log) shutdownLocked() error {
 		return err
 	}
 	l.unsynced = nil
+	if err := l.syncTxnIndexes(); err != nil {
+		return err
+	}
 	if err := s.writeIndexes(l.fs, true); err != nil {
 		return err
 	}

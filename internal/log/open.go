@@ -44,7 +44,7 @@ func (l *Log) remove(name string) {
 }
 
 func (l *Log) removeSegmentFiles(base int64) {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		l.remove(segmentName(base) + suf)
 	}
 }
@@ -93,7 +93,7 @@ func (l *Log) load() error {
 			l.remove(n) // an interrupted atomic write
 			continue
 		}
-		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if stem, ok := strings.CutSuffix(n, suf); ok && !have[stem+logSuffix] {
 				l.remove(n) // index without its segment
 			}
@@ -184,6 +184,29 @@ func (l *Log) load() error {
 		}
 	}
 	l.logStart.Store(start)
+
+	// Transaction indexes: keep the valid entries whose marker is still in
+	// the data. The owner's replay from its producer snapshot adds back
+	// the entries a crash kept from being written.
+	for _, s := range l.segments() {
+		dropped, damage, err := s.openTxn(l.fs, s.txnPath(), s.next.Load())
+		if err != nil {
+			return err
+		}
+		if damage != nil {
+			l.logger.Warn("log: dropping invalid transaction index entries", "dir", l.dir,
+				"segment", s.name(), "err", damage)
+		}
+		if dropped {
+			l.dirDirty = true
+		}
+		if s.txnCount() > 0 {
+			l.hasTxn.Store(true)
+		}
+	}
+	if err := l.active.keepTxnMem(); err != nil {
+		return err
+	}
 
 	// Leader epochs: the checkpoint covers epochs starting below the
 	// recovery point; full scans saw the rest.

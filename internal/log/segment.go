@@ -57,6 +57,7 @@ type segment struct {
 	idxMu sync.RWMutex
 	idx   offsetIndex
 	tidx  timeIndex
+	txn   txnIndex // aborted transactions (txnindex.go)
 
 	// append path
 	bytesSinceIndex int64
@@ -69,6 +70,7 @@ func newSegment(dir string, base int64, f File) *segment {
 	s.next.Store(base)
 	s.maxTS.Store(-1)
 	s.maxTSOff.Store(-1)
+	s.txn.last = -1
 	return s
 }
 
@@ -95,6 +97,7 @@ func (s *segment) acquire() bool {
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
 		s.f.Close()
+		s.closeTxn()
 	}
 }
 

@@ -528,6 +528,7 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 		return err
 	}
 	txns := false
+	var aborted []blog.AbortedTxn
 	for off := 0; off < len(data); {
 		h := batch.DecodeHeader(data[off:])
 		switch {
@@ -538,7 +539,12 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 				p.logg.Warn("follower: skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", h.BaseOffset, "err", err)
 				break
 			}
-			p.producers.endTxn(h.ProducerID, h.ProducerEpoch, typ == batch.ControlCommit, h.BaseOffset, h.MaxTimestamp)
+			if typ == batch.ControlAbort {
+				if t, ok := p.producers.abortEntry(h.ProducerID, h.BaseOffset); ok {
+					aborted = append(aborted, t)
+				}
+			}
+			p.producers.endTxn(h.ProducerID, h.ProducerEpoch, h.BaseOffset, h.MaxTimestamp)
 			p.prodDirty, txns = true, true
 		default:
 			p.producers.update(&h, h.BaseOffset, h.MaxTimestamp)
@@ -551,6 +557,12 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 		p.publishTxns()
 	}
 	p.nextOffset = p.log.LogEndOffset()
+	if err := p.log.AppendAbortedTxns(aborted); err != nil {
+		// The log failed (the markers are in it, their entries not):
+		// reopening replays them.
+		p.appendMu.Unlock()
+		return err
+	}
 	p.appendMu.Unlock()
 	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= p.hw.Load() {
 		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {

@@ -63,6 +63,9 @@ type Partition struct {
 	nextOffset int64
 	// staged holds appended batches not yet written to the log, in order.
 	staged [][]byte
+	// stagedAborted are the transaction index entries of the ABORT
+	// markers among staged, written with them.
+	stagedAborted []blog.AbortedTxn
 	// gen changes when staged batches are dropped after a failed write, so
 	// their producers get an error instead of a later record's ack.
 	gen atomic.Uint64
@@ -293,14 +296,22 @@ func (p *Partition) flush() error {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
-	staged := p.staged
-	p.staged = nil
+	staged, aborted := p.staged, p.stagedAborted
+	p.staged, p.stagedAborted = nil, nil
 	p.appendMu.Unlock()
 	if len(staged) == 0 {
 		return nil
 	}
 	defer p.notify() // followers long-poll for written data
 	epoch := p.leaderEpoch.Load()
+	// write appends b with the index entries of its ABORT markers.
+	write := func(b []byte) error {
+		res, err := p.log.AppendTxn(b, epoch, aborted)
+		for err == nil && len(aborted) > 0 && aborted[0].LastOffset <= res.LastOffset {
+			aborted = aborted[1:]
+		}
+		return err
+	}
 	limit := int(p.cfg.Load().Log.SegmentBytes)
 	if limit > maxFlushChunk || limit <= 0 {
 		limit = maxFlushChunk
@@ -310,14 +321,14 @@ func (p *Partition) flush() error {
 	var err error
 	for i, b := range staged {
 		if len(buf) > 0 && len(buf)+len(b) > limit {
-			if _, err = p.log.Append(buf, epoch); err != nil {
+			if err = write(buf); err != nil {
 				break
 			}
 			buf = buf[:0]
 		}
 		if len(buf) == 0 && (len(b) >= limit || i == len(staged)-1) {
 			// Large or last alone: write it without copying.
-			if _, err = p.log.Append(b, epoch); err != nil {
+			if err = write(b); err != nil {
 				break
 			}
 			continue
@@ -325,7 +336,7 @@ func (p *Partition) flush() error {
 		buf = append(buf, b...)
 	}
 	if err == nil && len(buf) > 0 {
-		_, err = p.log.Append(buf, epoch)
+		err = write(buf)
 	}
 	if cap(buf) <= 2*maxFlushChunk {
 		p.flushBuf = buf[:0]
@@ -353,7 +364,7 @@ func (p *Partition) flush() error {
 func (p *Partition) dropStaged(cause error) {
 	p.appendMu.Lock()
 	p.gen.Add(1)
-	p.staged = nil
+	p.staged, p.stagedAborted = nil, nil
 	p.nextOffset = p.log.LogEndOffset()
 	p.producers = newProducerState()
 	if err := p.loadProducers(); err != nil {
@@ -533,7 +544,9 @@ func (p *Partition) read(offset int64, maxBytes int32, minOne bool, alloc func(i
 			end = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 			b = b[h.Size():]
 		}
-		r.Aborted = p.abortedIn(offset, min(max(end, offset+1), upto))
+		if r.Aborted, err = p.abortedIn(offset, min(max(end, offset+1), upto)); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }
@@ -617,8 +630,6 @@ func (p *Partition) snapshotProducers(force bool) {
 		// could make a retry look like a duplicate of a lost batch.
 		return
 	}
-	p.producers.pruneAborted(p.log.LogStartOffset())
-	p.publishTxns()
 	b, err := p.producers.marshal()
 	if err == nil {
 		err = p.log.SaveProducerSnapshot(p.log.LogEndOffset(), b)
@@ -631,7 +642,11 @@ func (p *Partition) snapshotProducers(force bool) {
 }
 
 // loadProducers rebuilds idempotence state: the snapshot, then every batch
-// after it.
+// after it. The replay also writes the transaction index entries of the
+// ABORT markers it meets, which the log skips when it has them already:
+// so a crash between a marker and its entry, or a truncation, loses none
+// (the snapshot is saved only once the entries below it are durable).
+// The aborted transactions of a version 2 snapshot go to the indexes too.
 func (p *Partition) loadProducers() error {
 	off, data, err := p.log.LoadProducerSnapshot()
 	if err != nil {
@@ -650,6 +665,12 @@ func (p *Partition) loadProducers() error {
 		p.producers = newProducerState()
 		from = p.log.LogStartOffset()
 	}
+	var aborted []blog.AbortedTxn
+	if len(p.producers.legacyAborted) > 0 {
+		aborted = p.producers.legacyEntries(from)
+		p.producers.legacyAborted = nil
+		p.prodDirty = true // rewrite the snapshot without them
+	}
 	err = p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
 		if bh.ProducerID < 0 {
 			return nil
@@ -664,7 +685,12 @@ func (p *Partition) loadProducers() error {
 				p.logg.Warn("skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", bh.BaseOffset, "err", err)
 				return nil
 			}
-			p.producers.endTxn(bh.ProducerID, bh.ProducerEpoch, typ == batch.ControlCommit, bh.BaseOffset, bh.MaxTimestamp)
+			if typ == batch.ControlAbort {
+				if t, ok := p.producers.abortEntry(bh.ProducerID, bh.BaseOffset); ok {
+					aborted = append(aborted, t)
+				}
+			}
+			p.producers.endTxn(bh.ProducerID, bh.ProducerEpoch, bh.BaseOffset, bh.MaxTimestamp)
 			return nil
 		}
 		h := batch.Header{
@@ -682,7 +708,9 @@ func (p *Partition) loadProducers() error {
 		p.producers.update(&h, bh.BaseOffset, bh.MaxTimestamp)
 		return nil
 	})
-	p.producers.pruneAborted(p.log.LogStartOffset())
+	if ierr := p.log.AppendAbortedTxns(aborted); err == nil {
+		err = ierr
+	}
 	p.publishTxns()
 	return err
 }

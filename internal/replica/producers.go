@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/berthmq/berth/internal/batch"
+	blog "github.com/berthmq/berth/internal/log"
 )
 
 // Idempotence errors; the handler maps them to Kafka codes.
@@ -45,6 +46,7 @@ type producerEntry struct {
 
 // AbortedTxn is one aborted transaction of a partition: its producer, its
 // first offset and the offset of its ABORT marker (Kafka's AbortedTxn).
+// The log keeps them in its per-segment transaction indexes.
 type AbortedTxn struct {
 	ProducerID  int64
 	FirstOffset int64
@@ -66,10 +68,10 @@ const maxCachedBatches = 5
 // the partition's append mutex.
 type producerState struct {
 	m map[int64]*producerEntry
-	// aborted lists aborted transactions in marker-offset order. It only
-	// grows at the end or loses its head, so a reader holding an older
-	// slice header (Partition.aborted) never sees an element change.
-	aborted []AbortedTxn
+	// legacyAborted holds the aborted transactions of a version 2
+	// snapshot, for loadProducers to write into the log's transaction
+	// indexes; nil otherwise.
+	legacyAborted []AbortedTxn
 	// ended are transactions whose marker is appended but may not be
 	// below the high watermark yet: they hold the LSO back until it is.
 	ended []unstableTxn
@@ -105,11 +107,29 @@ func (ps *producerState) checkMarker(producerID int64, epoch int16) error {
 	return nil
 }
 
+// abortEntry returns the transaction index entry of an ABORT marker of
+// producerID at offset, before endTxn applies it; false if the producer
+// has no transaction open (nothing to list). Its LastStableOffset is the
+// first offset of the oldest other open transaction, or offset + 1.
+func (ps *producerState) abortEntry(producerID, offset int64) (blog.AbortedTxn, bool) {
+	e := ps.m[producerID]
+	if e == nil || !e.InTxn {
+		return blog.AbortedTxn{}, false
+	}
+	lso := offset + 1
+	for id, o := range ps.m {
+		if id != producerID && o.InTxn && o.TxnFirst < lso {
+			lso = o.TxnFirst
+		}
+	}
+	return blog.AbortedTxn{ProducerID: producerID, FirstOffset: e.TxnFirst, LastOffset: offset, LastStableOffset: lso}, true
+}
+
 // endTxn applies a COMMIT or ABORT marker appended at offset: the
-// producer's transaction ends, and an aborted one joins the aborted list.
-// A marker at a newer epoch (Transactions V2 bumps it) restarts the
-// producer's sequence checks.
-func (ps *producerState) endTxn(producerID int64, epoch int16, commit bool, offset, now int64) {
+// producer's transaction ends (an aborted one's entry, from abortEntry,
+// goes to the log's transaction index). A marker at a newer epoch
+// (Transactions V2 bumps it) restarts the producer's sequence checks.
+func (ps *producerState) endTxn(producerID int64, epoch int16, offset, now int64) {
 	e := ps.m[producerID]
 	if e == nil {
 		e = &producerEntry{Epoch: epoch}
@@ -121,25 +141,31 @@ func (ps *producerState) endTxn(producerID int64, epoch int16, commit bool, offs
 	}
 	e.Markers++
 	if e.InTxn {
-		if !commit {
-			ps.aborted = append(ps.aborted, AbortedTxn{ProducerID: producerID, FirstOffset: e.TxnFirst, LastOffset: offset})
-		}
 		ps.ended = append(ps.ended, unstableTxn{first: e.TxnFirst, end: offset})
 	}
 	e.InTxn, e.TxnFirst = false, 0
 	e.LastSeen = now
 }
 
-// pruneAborted forgets aborted transactions whose marker is below the log
-// start offset (their data is gone).
-func (ps *producerState) pruneAborted(logStart int64) {
-	i := 0
-	for i < len(ps.aborted) && ps.aborted[i].LastOffset < logStart {
-		i++
+// legacyEntries turns the aborted transactions of a version 2 snapshot
+// taken at offset into transaction index entries. Their LastStableOffset
+// is not known; each gets a lower bound that keeps AbortedTxns' early stop
+// sound: the first offset of every later aborted transaction in the list
+// and of every transaction open at the snapshot, and offset.
+func (ps *producerState) legacyEntries(offset int64) []blog.AbortedTxn {
+	lso := offset
+	for _, e := range ps.m {
+		if e.InTxn && e.TxnFirst < lso {
+			lso = e.TxnFirst
+		}
 	}
-	if i > 0 {
-		ps.aborted = ps.aborted[i:]
+	out := make([]blog.AbortedTxn, len(ps.legacyAborted))
+	for i := len(out) - 1; i >= 0; i-- {
+		a := ps.legacyAborted[i]
+		out[i] = blog.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, LastStableOffset: lso}
+		lso = min(lso, a.FirstOffset)
 	}
+	return out
 }
 
 // check decides what to do with an idempotent batch: a duplicate returns
@@ -240,21 +266,18 @@ func (ps *producerState) expire(cutoff int64) bool {
 	return len(ps.m) != n
 }
 
-// snapshotV2 is the snapshot data since transactions: the producers and
-// the aborted transactions. Version 1 data is the bare producer map
-// (docs/format/log.md).
-type snapshotV2 struct {
+// snapshotData is the snapshot data since transactions: the producers
+// (version 3), and in version 2 also the aborted transactions, which now
+// live in the log's transaction indexes. Version 1 data is the bare
+// producer map (docs/format/log.md).
+type snapshotData struct {
 	V       int                      `json:"v"`
 	P       map[int64]*producerEntry `json:"p"`
-	Aborted [][3]int64               `json:"a,omitempty"`
+	Aborted [][3]int64               `json:"a,omitempty"` // version 2 only
 }
 
 func (ps *producerState) marshal() ([]byte, error) {
-	s := snapshotV2{V: 2, P: ps.m}
-	for _, a := range ps.aborted {
-		s.Aborted = append(s.Aborted, [3]int64{a.ProducerID, a.FirstOffset, a.LastOffset})
-	}
-	return json.Marshal(s)
+	return json.Marshal(snapshotData{V: 3, P: ps.m})
 }
 
 func (ps *producerState) unmarshal(b []byte) error {
@@ -269,22 +292,24 @@ func (ps *producerState) unmarshal(b []byte) error {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return err
 		}
-		ps.m, ps.aborted = m, nil
+		ps.m, ps.legacyAborted = m, nil
 		return nil
 	}
-	if v.V != 2 {
+	if v.V != 2 && v.V != 3 {
 		return fmt.Errorf("producer snapshot data version %d", v.V)
 	}
-	var s snapshotV2
+	var s snapshotData
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	if s.P == nil {
 		s.P = map[int64]*producerEntry{}
 	}
-	ps.m, ps.aborted = s.P, nil
-	for _, a := range s.Aborted {
-		ps.aborted = append(ps.aborted, AbortedTxn{ProducerID: a[0], FirstOffset: a[1], LastOffset: a[2]})
+	ps.m, ps.legacyAborted = s.P, nil
+	if v.V == 2 {
+		for _, a := range s.Aborted {
+			ps.legacyAborted = append(ps.legacyAborted, AbortedTxn{ProducerID: a[0], FirstOffset: a[1], LastOffset: a[2]})
+		}
 	}
 	return nil
 }

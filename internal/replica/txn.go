@@ -3,7 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/berthmq/berth/internal/batch"
 	blog "github.com/berthmq/berth/internal/log"
@@ -20,29 +19,29 @@ import (
 //   - the aborted transactions, which read_committed consumers use to drop
 //     aborted records.
 //
-// Both come from the producer state, owned by appendMu; txnView is an
-// immutable copy published for readers, so a fetch takes no lock.
+// The LSO comes from the producer state, owned by appendMu; txnView is an
+// immutable copy published for readers, so a fetch takes no lock. The
+// aborted transactions live in the log's per-segment transaction indexes
+// (blog.AbortedTxn): an ABORT marker's entry is written with the marker
+// (AppendTxn, or AppendAbortedTxns for a follower's replicated markers and
+// for the replay in loadProducers).
 
 // txnView is what readers see of a partition's transactions.
 type txnView struct {
 	unstable []unstableTxn
-	// aborted aliases producerState.aborted, which only grows at the end
-	// or loses its head: the elements this slice covers never change.
-	aborted []AbortedTxn
 }
 
 // publishTxns refreshes the readers' view. Called with appendMu held (or
 // before the partition is shared).
 func (p *Partition) publishTxns() {
-	ps := p.producers
-	u := ps.unstable(p.hw.Load())
-	if len(u) == 0 && len(ps.aborted) == 0 {
+	u := p.producers.unstable(p.hw.Load())
+	if len(u) == 0 {
 		if p.txns.Load() != nil {
 			p.txns.Store(&txnView{})
 		}
 		return
 	}
-	p.txns.Store(&txnView{unstable: u, aborted: ps.aborted[:len(ps.aborted):len(ps.aborted)]})
+	p.txns.Store(&txnView{unstable: u})
 }
 
 // lastStable is the LSO at high watermark hw.
@@ -71,26 +70,26 @@ func (p *Partition) LastStableOffset() int64 { return p.lastStable(p.hw.Load()) 
 
 // abortedIn returns the aborted transactions overlapping [from, upto):
 // marker at or after from, first offset before upto.
-func (p *Partition) abortedIn(from, upto int64) []AbortedTxn {
-	v := p.txns.Load()
-	if v == nil {
-		return nil
+func (p *Partition) abortedIn(from, upto int64) ([]AbortedTxn, error) {
+	ts, err := p.log.AbortedTxns(from, upto)
+	if err != nil {
+		return nil, err
 	}
-	a := v.aborted
-	i := sort.Search(len(a), func(i int) bool { return a[i].LastOffset >= from })
 	var out []AbortedTxn
-	for _, t := range a[i:] {
-		if t.FirstOffset < upto {
-			out = append(out, t)
-		}
+	for _, t := range ts {
+		out = append(out, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset})
 	}
-	return out
+	return out, nil
 }
 
 // AbortedTransactions returns the aborted transactions whose marker is at
 // or after from (tests and tools).
 func (p *Partition) AbortedTransactions(from int64) []AbortedTxn {
-	return p.abortedIn(from, maxOffset)
+	ts, err := p.abortedIn(max(from, p.log.LogStartOffset()), maxOffset)
+	if err != nil {
+		p.logg.Warn("reading aborted transactions", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
+	return ts
 }
 
 // AppendMarker appends a transaction marker (typ batch.ControlCommit or
@@ -125,13 +124,25 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coord
 		return res, err
 	}
 	res.Gen = p.gen.Load()
+	// The transaction index entry goes to the log with the marker itself.
+	var aborted []blog.AbortedTxn
+	if typ == batch.ControlAbort {
+		at := p.nextOffset // staged offsets run ahead of the log
+		if !p.mgr.cfg.Fsync {
+			at = p.log.LogEndOffset()
+		}
+		if t, ok := p.producers.abortEntry(producerID, at); ok {
+			aborted = append(aborted, t)
+		}
+	}
 	var base int64
 	if p.mgr.cfg.Fsync {
 		base = p.nextOffset
 		p.nextOffset++
 		p.staged = append(p.staged, data)
+		p.stagedAborted = append(p.stagedAborted, aborted...)
 	} else {
-		ar, err := p.log.Append(data, p.leaderEpoch.Load())
+		ar, err := p.log.AppendTxn(data, p.leaderEpoch.Load(), aborted)
 		if err != nil {
 			if !errors.Is(err, blog.ErrDiskFull) {
 				p.logg.Error("marker append failed", "topic", p.Topic, "partition", p.Index, "err", err)
@@ -141,7 +152,7 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coord
 		base = ar.FirstOffset
 		p.nextOffset = ar.LogEndOffset
 	}
-	p.producers.endTxn(producerID, epoch, typ == batch.ControlCommit, base, now)
+	p.producers.endTxn(producerID, epoch, base, now)
 	p.prodDirty = true
 	p.publishTxns()
 	res.BaseOffset = base

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +31,17 @@ func txnBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
 // manager's loops running; close stops it cleanly.
 func openPartitionAt(t *testing.T, dir string) (p *Partition, close func()) {
 	t.Helper()
+	return openPartitionWith(t, dir, true, blog.DefaultConfig())
+}
+
+// openPartitionWith is openPartitionAt with a durability mode and a log
+// configuration.
+func openPartitionWith(t *testing.T, dir string, fsync bool, cfg blog.Config) (p *Partition, close func()) {
+	t.Helper()
 	m := NewManager(ManagerConfig{
-		Dir: dir, NodeID: 1, Fsync: true, FlushInterval: 10 * time.Millisecond,
+		Dir: dir, NodeID: 1, Fsync: fsync, FlushInterval: 10 * time.Millisecond,
 		Resolve: func(map[string]string) TopicConfig {
-			return TopicConfig{Log: blog.DefaultConfig(), MaxMessageBytes: 16 << 20,
+			return TopicConfig{Log: cfg, MaxMessageBytes: 16 << 20,
 				TimestampBeforeMs: -1, TimestampAfterMs: -1, MinInsyncReplicas: 1, CleanupPolicy: "delete"}
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -204,27 +212,31 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	}
 }
 
-// Snapshots written before transactions (the bare producer map) still load.
+// Snapshots written before transactions (the bare producer map) still load,
+// and snapshots are written as version 3, without aborted transactions.
 func TestProducerSnapshotVersion1Loads(t *testing.T) {
 	ps := newProducerState()
 	if err := ps.unmarshal([]byte(`{"5":{"e":2,"b":[{"fs":0,"ls":2,"fo":10,"lo":12,"ts":1}],"t":1}}`)); err != nil {
 		t.Fatal(err)
 	}
 	e := ps.m[5]
-	if e == nil || e.Epoch != 2 || len(e.Batches) != 1 || e.InTxn || len(ps.aborted) != 0 {
-		t.Fatalf("loaded %+v, aborted %v", e, ps.aborted)
+	if e == nil || e.Epoch != 2 || len(e.Batches) != 1 || e.InTxn || len(ps.legacyAborted) != 0 {
+		t.Fatalf("loaded %+v, aborted %v", e, ps.legacyAborted)
 	}
 	ps.update(&batch.Header{ProducerID: 5, ProducerEpoch: 2, BaseSequence: 3, Attributes: batch.AttrTransactional}, 13, 2)
-	ps.endTxn(5, 2, false, 14, 3)
+	ps.endTxn(5, 2, 14, 3)
 	b, err := ps.marshal()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"v":3`) || strings.Contains(string(b), `"a"`) {
+		t.Fatalf("snapshot data %s", b)
 	}
 	back := newProducerState()
 	if err := back.unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.aborted, []AbortedTxn{{ProducerID: 5, FirstOffset: 13, LastOffset: 14}}) || back.m[5].Epoch != 2 {
-		t.Fatalf("round trip: %+v %+v", back.aborted, back.m[5])
+	if len(back.legacyAborted) != 0 || back.m[5].Epoch != 2 || back.m[5].InTxn {
+		t.Fatalf("round trip: %+v %+v", back.legacyAborted, back.m[5])
 	}
 }
