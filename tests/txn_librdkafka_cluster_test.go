@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -40,8 +41,8 @@ const (
 
 func TestTxnLibrdkafkaConsumeTransformProduceCluster(t *testing.T) {
 	c, py := startCTPCluster(t)
-	if runs := runCTP(t, c, py, nil); runs != 1 {
-		t.Fatalf("the script ran %d times without a fault, want once", runs)
+	if r := runCTP(t, c, py, nil); r.runs != 1 {
+		t.Fatalf("the script ran %d times without a fault, want once", r.runs)
 	}
 	checkCTP(t, c)
 
@@ -89,48 +90,57 @@ func TestTxnLibrdkafkaConsumeTransformProduceClusterCoordinatorKilled(t *testing
 	})
 }
 
-// ctpWithKill runs the pipeline and kills the node victim names once a
-// quarter of the records are committed; the pipeline must commit more
-// after that, and the result is still exactly once.
+// ctpWithKill runs the pipeline and kills the node victim names while a
+// transaction is open (its records flushed to the output partitions) once
+// a quarter of the records are processed; the pipeline must commit after
+// that, and the result is still exactly once.
 func ctpWithKill(t *testing.T, what string, victim func(*kadm.Client) (int32, error)) {
 	c, py := startCTPCluster(t)
 	adm := clusterAdmin(t, c)
-	var killed int32
-	after := 0
-	runs := runCTP(t, c, py, func(committed int, _ func()) {
-		switch {
-		case killed != 0:
-			after++
-		case committed >= ctpRecords/4:
-			id, err := victim(adm)
-			must(t, "finding "+what, err)
-			t.Logf("%d records committed: killing node %d, %s", committed, id, what)
-			c.Kill(id)
-			killed = id
-		}
+	r := runCTP(t, c, py, func(_ func()) {
+		id, err := victim(adm)
+		must(t, "finding "+what, err)
+		t.Logf("transaction open: killing node %d, %s", id, what)
+		c.Kill(id)
 	})
-	if killed == 0 || after == 0 {
-		t.Fatalf("the script committed nothing after the kill (node %d)", killed)
+	if r.commitsAfterPause == 0 {
+		t.Fatal("the script committed nothing after the kill")
 	}
-	t.Logf("the script ran %d time(s), committed %d time(s) after the kill", runs, after)
+	t.Logf("the script ran %d time(s), committed %d time(s) after the kill", r.runs, r.commitsAfterPause)
 	checkCTP(t, c)
 }
 
-// The script is SIGKILLed in the middle of its run, most likely with a
-// transaction open; the next run fences it (its open transaction is
-// aborted) and goes on from the group's committed offsets.
+// The script is SIGKILLed with a transaction open (its records flushed
+// to the output partitions); the next run fences it, which aborts that
+// transaction, and goes on from the group's committed offsets.
 func TestTxnLibrdkafkaConsumeTransformProduceClusterWorkerKilled(t *testing.T) {
 	c, py := startCTPCluster(t)
-	killed := false
-	runs := runCTP(t, c, py, func(committed int, killScript func()) {
-		if !killed && committed >= ctpRecords/4 {
-			t.Logf("%d records committed: killing the script", committed)
-			killScript()
-			killed = true
+	adm := clusterAdmin(t, c)
+	r := runCTP(t, c, py, func(killScript func()) {
+		// What an operator sees of the open transaction: DescribeProducers
+		// on the output partitions' leaders shows where it starts.
+		ds, err := adm.DescribeTransactions(ctxT(t, 10*time.Second), "ctp-tx")
+		must(t, "DescribeTransactions", err)
+		d := ds["ctp-tx"]
+		if d.State != "Ongoing" {
+			t.Fatalf("ctp-tx paused in state %q, want Ongoing", d.State)
 		}
+		dp, err := adm.DescribeProducers(ctxT(t, 10*time.Second), kadm.TopicsSet{"out": {}})
+		must(t, "DescribeProducers", err)
+		open := 0
+		dp.EachProducer(func(p kadm.DescribedProducer) {
+			if p.ProducerID == d.ProducerID && p.ProducerEpoch == d.ProducerEpoch && p.CurrentTxnStartOffset >= 0 {
+				open++
+			}
+		})
+		if open == 0 {
+			t.Fatalf("DescribeProducers shows no open transaction of producer %d: %+v", d.ProducerID, dp.SortedProducers())
+		}
+		t.Logf("transaction open on %d output partition(s): killing the script", open)
+		killScript()
 	})
-	if runs != 2 {
-		t.Fatalf("the script ran %d times, want 2 (killed once)", runs)
+	if r.runs != 2 {
+		t.Fatalf("the script ran %d times, want 2 (killed once)", r.runs)
 	}
 	checkCTP(t, c)
 }
@@ -184,20 +194,37 @@ func partitionLeader(t *testing.T, adm *kadm.Client, topic string, p int32) int3
 	return leader
 }
 
+type ctpResult struct {
+	runs              int // script runs, the last one finished
+	commitsAfterPause int // "committed" lines after "paused"
+}
+
 // runCTP runs the script until it says "done", starting it again (at most
-// three runs) when it exits with an error, and returns how many runs it
-// took. onCommit, when set, sees each "committed N" line (N counts from 0
-// again in each run), with a function that SIGKILLs this run's process.
-func runCTP(t *testing.T, c *tc.Cluster, py string, onCommit func(committed int, killScript func())) int {
+// three runs) when it exits with an error or is killed. With onPause, the
+// first run pauses with a transaction open once a quarter of the records
+// are processed, and onPause runs then, with a function that SIGKILLs the
+// script; the script goes on when it returns.
+func runCTP(t *testing.T, c *tc.Cluster, py string, onPause func(killScript func())) ctpResult {
 	t.Helper()
+	var res ctpResult
+	paused := false
 	deadline := time.Now().Add(50 * time.Second)
 	for run := 1; run <= 3; run++ {
+		res.runs = run
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		cmd := exec.CommandContext(ctx, py, "testdata/confluent_txn_ctp.py", strings.Join(c.Addrs(), ","),
-			"in", "out", "ctp-group", "ctp-tx", strconv.Itoa(ctpBatch))
+		args := []string{"testdata/confluent_txn_ctp.py", strings.Join(c.Addrs(), ","),
+			"in", "out", "ctp-group", "ctp-tx", strconv.Itoa(ctpBatch)}
+		if onPause != nil && run == 1 {
+			args = append(args, strconv.Itoa(ctpRecords/4))
+		}
+		cmd := exec.CommandContext(ctx, py, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,18 +240,21 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onCommit func(committed int,
 			})
 		}
 		t.Cleanup(stop)
+		kill := func() { _ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) }
 		var lines []string
 		done := false
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			lines = append(lines, line)
-			if n, ok := strings.CutPrefix(line, "committed "); ok && onCommit != nil {
-				if v, err := strconv.Atoi(n); err == nil {
-					onCommit(v, func() { _ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) })
-				}
-			}
-			if strings.HasPrefix(line, "done ") {
+			switch {
+			case strings.HasPrefix(line, "paused "):
+				paused = true
+				onPause(kill)
+				_, _ = io.WriteString(stdin, "go\n") // fails harmlessly if killed
+			case strings.HasPrefix(line, "committed ") && paused:
+				res.commitsAfterPause++
+			case strings.HasPrefix(line, "done "):
 				done = true
 			}
 		}
@@ -233,7 +263,10 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onCommit func(committed int,
 		once.Do(cancel)
 		t.Logf("run %d: %v; stdout:\n%s", run, err, strings.Join(lines, "\n"))
 		if done && err == nil {
-			return run
+			if onPause != nil && !paused {
+				t.Fatal("the script never paused")
+			}
+			return res
 		}
 		if timedOut {
 			t.Fatalf("the script did not finish within 50 s; stderr:\n%s", stderr.String())
@@ -241,7 +274,7 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onCommit func(committed int,
 		t.Logf("run %d stderr:\n%s", run, stderr.String())
 	}
 	t.Fatal("the script failed three times")
-	return 0
+	return res
 }
 
 // checkCTP checks that out holds, in read_committed, exactly one

@@ -1,6 +1,6 @@
 """Consume-transform-produce with transactions in confluent-kafka-python.
 
-usage: confluent_txn_ctp.py BOOTSTRAP IN OUT GROUP TXN_ID BATCH
+usage: confluent_txn_ctp.py BOOTSTRAP IN OUT GROUP TXN_ID BATCH [PAUSE_AT]
 
 Reads IN in consumer group GROUP (read_committed, no auto commit) and, per
 poll of at most BATCH records, writes "out-<value>" to the same partition
@@ -13,7 +13,11 @@ transaction: the next assignment starts from the committed offsets.
 
 Prints "committed N" (records committed by this run so far) after each
 commit, and "done N" once every assigned partition's position is at its
-high watermark with no transaction open.
+high watermark with no transaction open. With PAUSE_AT, the first
+transaction that takes the run to PAUSE_AT records is flushed (its records
+are in the output partitions' logs, the transaction open), "paused N" is
+printed and the script waits for a line on stdin before committing it: the
+test does its fault there.
 """
 import sys
 import time
@@ -22,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 bootstrap, in_topic, out_topic, group, txn_id, batch = sys.argv[1:7]
 batch = int(batch)
+pause_at = int(sys.argv[7]) if len(sys.argv) > 7 else 0
 deadline = time.time() + 50
 
 
@@ -134,6 +139,11 @@ try:
                 state["open"] = True
             producer.produce(out_topic, key=m.key(), value=b"out-" + m.value(), partition=m.partition())
             state["pending"] += 1
+        if pause_at and state["total"] + state["pending"] >= pause_at:
+            pause_at = 0
+            producer.flush(30)
+            log("paused", state["total"] + state["pending"])
+            sys.stdin.readline()
         try:
             commit()
         except KafkaException as e:
