@@ -227,12 +227,9 @@ func newTxnProducersCmd(cf *clientFlags) *cobra.Command {
 				if partition >= 0 {
 					set.Add(topic, partition)
 				}
-				ds, err := adm.DescribeProducers(ctx, set)
-				if err != nil && len(ds) == 0 {
-					return cf.explain(err)
-				}
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: some partition leaders did not answer: %v\n", err)
+				ds, partial := adm.DescribeProducers(ctx, set)
+				if partial != nil && len(ds) == 0 {
+					return cf.explain(partial)
 				}
 				entries := []txnProducerEntry{}
 				failed := 0
@@ -264,6 +261,10 @@ func newTxnProducersCmd(cf *clientFlags) *cobra.Command {
 					}
 				} else if err := printTxnProducers(out, entries); err != nil {
 					return err
+				}
+				if partial != nil {
+					// A leader that did not answer: its partitions are missing above.
+					return fmt.Errorf("some partitions of %s were not described: %w", topic, cf.explain(partial))
 				}
 				if failed > 0 {
 					return fmt.Errorf("%d partition(s) of %s could not be described", failed, topic)
