@@ -3,8 +3,9 @@ package tests
 // librdkafka's transactions on a three-node cluster: confluent-kafka-python
 // runs a consume-transform-produce loop (testdata/confluent_txn_ctp.py:
 // read_committed input, output and send_offsets_to_transaction in one
-// transaction per poll), and every input record yields exactly one
-// committed output record, with the group's offsets at the input's end;
+// transaction per poll, some aborted on purpose and their input read
+// again), and every input record yields exactly one committed output
+// record, with the group's offsets at the input's end;
 // also with the leader of an output partition, the transaction coordinator
 // or the script itself killed in the middle of the run (the script aborts
 // and rewinds on abortable errors, and is started again when it exits with
@@ -41,10 +42,15 @@ const (
 
 func TestTxnLibrdkafkaConsumeTransformProduceCluster(t *testing.T) {
 	c, py := startCTPCluster(t)
-	if r := runCTP(t, c, py, nil); r.runs != 1 {
-		t.Fatalf("the script ran %d times without a fault, want once", r.runs)
+	// Every seventh transaction is aborted on purpose and its input read
+	// again from the committed offsets.
+	r := runCTP(t, c, py, 7, nil)
+	if r.runs != 1 || r.aborts == 0 {
+		t.Fatalf("the script ran %d times without a fault (want once) and aborted %d transactions on purpose (want some)", r.runs, r.aborts)
 	}
-	checkCTP(t, c)
+	if all := checkCTP(t, c); all != ctpRecords+r.abortedRecords {
+		t.Fatalf("read_uncommitted sees %d output records, want %d: %d committed and the %d aborted on purpose", all, ctpRecords+r.abortedRecords, ctpRecords, r.abortedRecords)
+	}
 
 	// DescribeProducers on the cluster: the pipeline's producer is on the
 	// leader of each output partition with no transaction open, and a
@@ -97,7 +103,7 @@ func TestTxnLibrdkafkaConsumeTransformProduceClusterCoordinatorKilled(t *testing
 func ctpWithKill(t *testing.T, what string, victim func(*kadm.Client) (int32, error)) {
 	c, py := startCTPCluster(t)
 	adm := clusterAdmin(t, c)
-	r := runCTP(t, c, py, func(_ func()) {
+	r := runCTP(t, c, py, 0, func(_ func()) {
 		id, err := victim(adm)
 		must(t, "finding "+what, err)
 		t.Logf("transaction open: killing node %d, %s", id, what)
@@ -116,7 +122,7 @@ func ctpWithKill(t *testing.T, what string, victim func(*kadm.Client) (int32, er
 func TestTxnLibrdkafkaConsumeTransformProduceClusterWorkerKilled(t *testing.T) {
 	c, py := startCTPCluster(t)
 	adm := clusterAdmin(t, c)
-	r := runCTP(t, c, py, func(killScript func()) {
+	r := runCTP(t, c, py, 0, func(killScript func()) {
 		// What an operator sees of the open transaction: DescribeProducers
 		// on the output partitions' leaders shows where it starts.
 		ds, err := adm.DescribeTransactions(ctxT(t, 10*time.Second), "ctp-tx")
@@ -142,7 +148,10 @@ func TestTxnLibrdkafkaConsumeTransformProduceClusterWorkerKilled(t *testing.T) {
 	if r.runs != 2 {
 		t.Fatalf("the script ran %d times, want 2 (killed once)", r.runs)
 	}
-	checkCTP(t, c)
+	// The killed run's open transaction was written (flushed) and aborted.
+	if all := checkCTP(t, c); all <= ctpRecords {
+		t.Fatalf("read_uncommitted sees %d output records, want more than the %d committed", all, ctpRecords)
+	}
 }
 
 // startCTPCluster starts three nodes with topics in and out (three
@@ -197,14 +206,17 @@ func partitionLeader(t *testing.T, adm *kadm.Client, topic string, p int32) int3
 type ctpResult struct {
 	runs              int // script runs, the last one finished
 	commitsAfterPause int // "committed" lines after "paused"
+	aborts            int // transactions aborted on purpose
+	abortedRecords    int // the records they had written
 }
 
 // runCTP runs the script until it says "done", starting it again (at most
-// three runs) when it exits with an error or is killed. With onPause, the
+// three runs) when it exits with an error or is killed. With abortEvery,
+// every abortEvery-th transaction of a run is aborted on purpose. With onPause, the
 // first run pauses with a transaction open once a quarter of the records
 // are processed, and onPause runs then, with a function that SIGKILLs the
 // script; the script goes on when it returns.
-func runCTP(t *testing.T, c *tc.Cluster, py string, onPause func(killScript func())) ctpResult {
+func runCTP(t *testing.T, c *tc.Cluster, py string, abortEvery int, onPause func(killScript func())) ctpResult {
 	t.Helper()
 	var res ctpResult
 	paused := false
@@ -214,9 +226,11 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onPause func(killScript func
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		args := []string{"testdata/confluent_txn_ctp.py", strings.Join(c.Addrs(), ","),
 			"in", "out", "ctp-group", "ctp-tx", strconv.Itoa(ctpBatch)}
+		pauseAt := 0
 		if onPause != nil && run == 1 {
-			args = append(args, strconv.Itoa(ctpRecords/4))
+			pauseAt = ctpRecords / 4
 		}
+		args = append(args, strconv.Itoa(pauseAt), strconv.Itoa(abortEvery))
 		cmd := exec.CommandContext(ctx, py, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -254,6 +268,10 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onPause func(killScript func
 				_, _ = io.WriteString(stdin, "go\n") // fails harmlessly if killed
 			case strings.HasPrefix(line, "committed ") && paused:
 				res.commitsAfterPause++
+			case strings.HasPrefix(line, "aborting ") && strings.HasSuffix(line, " records on purpose"):
+				res.aborts++
+				n, _ := strconv.Atoi(strings.Fields(line)[1])
+				res.abortedRecords += n
 			case strings.HasPrefix(line, "done "):
 				done = true
 			}
@@ -277,25 +295,13 @@ func runCTP(t *testing.T, c *tc.Cluster, py string, onPause func(killScript func
 	return res
 }
 
-// checkCTP checks that out holds, in read_committed, exactly one
-// "out-<value>" per input record, and that the group's committed offsets
-// are the input's end offsets.
-func checkCTP(t *testing.T, c *tc.Cluster) {
+// readOut reads every output partition from its start up to the "end"
+// record checkCTP wrote there, at an isolation level.
+func readOut(t *testing.T, seeds []string, level kgo.IsolationLevel) []string {
 	t.Helper()
-	seeds := c.Addrs()
-	adm := clusterAdmin(t, c)
-
-	// A plain record at the end of each output partition marks where
-	// reading in read_committed stops: all before it is decided (the
-	// script's transactions are committed or aborted), so nothing missing
-	// or extra can arrive later.
-	cl := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("out"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for p := range int32(3) {
-		produceSync(t, cl, &kgo.Record{Value: []byte("end"), Partition: p})
-	}
 	cons := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("out"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+	defer cons.Close()
 	ends := map[int32]bool{}
 	var got []string
 	ctx := ctxT(t, 30*time.Second)
@@ -315,6 +321,28 @@ func checkCTP(t *testing.T, c *tc.Cluster) {
 			}
 		})
 	}
+	return got
+}
+
+// checkCTP checks that out holds, in read_committed, exactly one
+// "out-<value>" per input record, and that the group's committed offsets
+// are the input's end offsets. It returns how many output records
+// read_uncommitted sees (aborted ones too).
+func checkCTP(t *testing.T, c *tc.Cluster) int {
+	t.Helper()
+	seeds := c.Addrs()
+	adm := clusterAdmin(t, c)
+
+	// A plain record at the end of each output partition marks where
+	// reading in read_committed stops: all before it is decided (the
+	// script's transactions are committed or aborted), so nothing missing
+	// or extra can arrive later.
+	cl := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("out"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(3) {
+		produceSync(t, cl, &kgo.Record{Value: []byte("end"), Partition: p})
+	}
+	got := readOut(t, seeds, kgo.ReadCommitted())
 	var want []string
 	for i := range ctpRecords {
 		want = append(want, "out-v"+strconv.Itoa(i))
@@ -359,4 +387,5 @@ func checkCTP(t *testing.T, c *tc.Cluster) {
 		}
 		return nil
 	})
+	return len(readOut(t, seeds, kgo.ReadUncommitted()))
 }

@@ -1,6 +1,6 @@
 """Consume-transform-produce with transactions in confluent-kafka-python.
 
-usage: confluent_txn_ctp.py BOOTSTRAP IN OUT GROUP TXN_ID BATCH [PAUSE_AT]
+usage: confluent_txn_ctp.py BOOTSTRAP IN OUT GROUP TXN_ID BATCH [PAUSE_AT [ABORT_EVERY]]
 
 Reads IN in consumer group GROUP (read_committed, no auto commit) and, per
 poll of at most BATCH records, writes "out-<value>" to the same partition
@@ -17,7 +17,9 @@ high watermark with no transaction open. With PAUSE_AT, the first
 transaction that takes the run to PAUSE_AT records is flushed (its records
 are in the output partitions' logs, the transaction open), "paused N" is
 printed and the script waits for a line on stdin before committing it: the
-test does its fault there.
+test does its fault there (0: no pause). With ABORT_EVERY, every
+ABORT_EVERY-th transaction is flushed and then aborted on purpose, and the
+consumer rewound to the committed offsets.
 """
 import sys
 import time
@@ -27,6 +29,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 bootstrap, in_topic, out_topic, group, txn_id, batch = sys.argv[1:7]
 batch = int(batch)
 pause_at = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+abort_every = int(sys.argv[8]) if len(sys.argv) > 8 else 0
+txns = 0
 deadline = time.time() + 50
 
 
@@ -139,6 +143,13 @@ try:
                 state["open"] = True
             producer.produce(out_topic, key=m.key(), value=b"out-" + m.value(), partition=m.partition())
             state["pending"] += 1
+        txns += 1
+        if abort_every and txns % abort_every == 0:
+            producer.flush(30)
+            log("aborting %d records on purpose" % state["pending"])
+            abort()
+            rewind()
+            continue
         if pause_at and state["total"] + state["pending"] >= pause_at:
             pause_at = 0
             producer.flush(30)
