@@ -3,7 +3,7 @@ package tests
 // DescribeProducers (KIP-664) through kadm: the active producers of a
 // partition with their epoch and last sequence, and the first offset of an
 // open transaction, which is how an operator finds a hanging transaction's
-// producer.
+// producer; and the same at a partition's new leader after a failover.
 
 import (
 	"errors"
@@ -117,4 +117,65 @@ func TestTxnDescribeProducers(t *testing.T) {
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("kadm DescribeProducers dp-7: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}
+}
+
+// A follower keeps the producer state it copies: after the leader of a
+// partition with an open transaction is killed, the new leader describes
+// the same producer with the same transaction start, holds read_committed
+// readers there (the last stable offset), and ends the transaction with
+// the commit's marker.
+func TestTxnDescribeProducersAfterFailover(t *testing.T) {
+	c := tc.StartCluster(t, 3, "--transaction.state.log.num.partitions", "4")
+	adm := clusterAdmin(t, c)
+	resp, err := adm.CreateTopic(ctxT(t, 30*time.Second), 1, 3, nil, "dpf")
+	if err == nil {
+		err = resp.Err
+	}
+	must(t, "CreateTopic", err)
+	tx := tc.Client(t, c.Addrs()[0], kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("dpf-tx"),
+		kgo.DefaultProduceTopic("dpf"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	must(t, "BeginTransaction", tx.BeginTransaction())
+	produceSync(t, tx, &kgo.Record{Value: []byte("t0")}, &kgo.Record{Value: []byte("t1")}, &kgo.Record{Value: []byte("t2")})
+	pid, epoch, err := tx.ProducerID(ctxT(t, 10*time.Second))
+	must(t, "ProducerID", err)
+
+	check := func(when string, wantStart int64) func() error {
+		return func() error {
+			p, err := describeProducer(t, adm, "dpf", pid)
+			if err == nil && (p.ProducerEpoch != epoch || p.LastSequence != 2 || p.CurrentTxnStartOffset != wantStart) {
+				err = fmt.Errorf("%s: %+v, want epoch %d, last sequence 2, transaction start %d", when, p, epoch, wantStart)
+			}
+			return err
+		}
+	}
+	lso := func(want int64) func() error {
+		return func() error {
+			ls, err := adm.ListCommittedOffsets(ctxT(t, 10*time.Second), "dpf")
+			if err != nil {
+				return err
+			}
+			o, ok := ls.Lookup("dpf", 0)
+			if !ok || o.Err != nil || o.Offset != want {
+				return fmt.Errorf("read_committed end of dpf-0: %+v, want %d", o, want)
+			}
+			return nil
+		}
+	}
+	tc.Eventually(t, 10*time.Second, check("open", 0))
+	tc.Eventually(t, 10*time.Second, lso(0))
+
+	old := partitionLeader(t, adm, "dpf", 0)
+	c.Kill(old)
+	tc.Eventually(t, 20*time.Second, func() error {
+		if l := partitionLeader(t, adm, "dpf", 0); l == old {
+			return fmt.Errorf("node %d still leads dpf-0", l)
+		}
+		return nil
+	})
+	tc.Eventually(t, 20*time.Second, check("open, at the new leader", 0))
+	tc.Eventually(t, 10*time.Second, lso(0)) // not 3: the transaction is still open
+
+	must(t, "EndTransaction", tx.EndTransaction(ctxT(t, 30*time.Second), kgo.TryCommit))
+	tc.Eventually(t, 20*time.Second, check("committed", -1))
+	tc.Eventually(t, 20*time.Second, lso(4)) // three records and the marker
 }
