@@ -281,13 +281,13 @@ func newTxnProducersCmd(cf *clientFlags) *cobra.Command {
 
 func printTxnProducers(w io.Writer, entries []txnProducerEntry) error {
 	t := newTable(w, "topic", "partition", "leader", "producer id", "epoch", "last sequence", "last timestamp", "coordinator epoch", "txn start offset", "error")
-	for _, e := range entries {
-		dash := func(v int64) any {
-			if v < 0 {
-				return "-"
-			}
-			return v
+	dash := func(v int64) any { // -1: none
+		if v < 0 {
+			return "-"
 		}
+		return v
+	}
+	for _, e := range entries {
 		ts := e.LastTimestamp
 		if ts == "" {
 			ts = "-"
