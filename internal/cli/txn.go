@@ -2,7 +2,9 @@ package cli
 
 // `berth txn`: list and describe transactions, with what
 // kafka-transactions.sh shows, over ListTransactions (every broker) and
-// DescribeTransactions (each id's coordinator) through kadm.
+// DescribeTransactions (each id's coordinator) through kadm, and the
+// active producers of partitions over DescribeProducers (each partition's
+// leader).
 
 import (
 	"context"
@@ -25,11 +27,11 @@ func newTxnCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "txn",
 		Aliases: []string{"transactions"},
-		Short:   "List and describe transactions (transactional ids, their state, partitions and age)",
+		Short:   "List and describe transactions (transactional ids, their state, partitions and age) and partitions' producers",
 		Args:    cobra.NoArgs,
 	}
 	cf := addClientFlags(cmd)
-	cmd.AddCommand(newTxnListCmd(cf), newTxnDescribeCmd(cf))
+	cmd.AddCommand(newTxnListCmd(cf), newTxnDescribeCmd(cf), newTxnProducersCmd(cf))
 	return cmd
 }
 
@@ -182,6 +184,120 @@ func printTxnDescribe(w io.Writer, entries []txnDescribeEntry) error {
 		}
 		t.row(e.TransactionalID, e.State, e.ProducerID, e.ProducerEpoch, (time.Duration(e.TimeoutMs) * time.Millisecond).String(),
 			age, parts, e.CoordinatorID, e.Error)
+	}
+	return t.flush()
+}
+
+type txnProducerEntry struct {
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	Leader           int32  `json:"leader"`
+	ProducerID       int64  `json:"producer_id"`
+	ProducerEpoch    int16  `json:"producer_epoch"`
+	LastSequence     int32  `json:"last_sequence"`
+	LastTimestamp    string `json:"last_timestamp,omitempty"`
+	CoordinatorEpoch int32  `json:"coordinator_epoch"`
+	TxnStartOffset   int64  `json:"txn_start_offset"` // -1: no transaction open
+	Error            string `json:"error,omitempty"`
+}
+
+func newTxnProducersCmd(cf *clientFlags) *cobra.Command {
+	var (
+		topic     string
+		partition int32
+	)
+	cmd := &cobra.Command{
+		Use:   "producers --topic T [--partition P]",
+		Short: "Show the active idempotent and transactional producers of a topic's partitions, with their open transaction's start offset",
+		Example: `  berth txn producers --topic orders
+  berth txn producers --topic orders --partition 3 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if topic == "" {
+				return errors.New("--topic is required")
+			}
+			if partition < -1 {
+				return fmt.Errorf("--partition %d: want a partition number, or -1 for every partition", partition)
+			}
+			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+				if err := checkTopic(ctx, cf, cl, topic, partition); err != nil {
+					return err
+				}
+				set := kadm.TopicsSet{topic: {}}
+				if partition >= 0 {
+					set.Add(topic, partition)
+				}
+				ds, partial := adm.DescribeProducers(ctx, set)
+				if partial != nil && len(ds) == 0 {
+					return cf.explain(partial)
+				}
+				entries := []txnProducerEntry{}
+				failed := 0
+				for _, p := range ds.SortedPartitions() {
+					if p.Err != nil {
+						failed++
+						msg := kerrName(p.Err)
+						if p.ErrMessage != "" {
+							msg = withBrokerMessage(p.Err, p.ErrMessage).Error()
+						}
+						entries = append(entries, txnProducerEntry{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+							ProducerID: -1, ProducerEpoch: -1, LastSequence: -1, CoordinatorEpoch: -1, TxnStartOffset: -1, Error: msg})
+						continue
+					}
+					for _, d := range p.ActiveProducers.Sorted() {
+						e := txnProducerEntry{Topic: d.Topic, Partition: d.Partition, Leader: d.Leader, ProducerID: d.ProducerID,
+							ProducerEpoch: d.ProducerEpoch, LastSequence: d.LastSequence, CoordinatorEpoch: d.CoordinatorEpoch,
+							TxnStartOffset: d.CurrentTxnStartOffset}
+						if d.LastTimestamp >= 0 {
+							e.LastTimestamp = time.UnixMilli(d.LastTimestamp).UTC().Format(time.RFC3339Nano)
+						}
+						entries = append(entries, e)
+					}
+				}
+				out := cmd.OutOrStdout()
+				if cf.json {
+					if err := writeJSON(out, entries); err != nil {
+						return err
+					}
+				} else if err := printTxnProducers(out, entries); err != nil {
+					return err
+				}
+				if partial != nil {
+					// A leader that did not answer: its partitions are missing above.
+					return fmt.Errorf("some partitions of %s were not described: %w", topic, cf.explain(partial))
+				}
+				if failed > 0 {
+					return fmt.Errorf("%d partition(s) of %s could not be described", failed, topic)
+				}
+				return nil
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&topic, "topic", "", "the topic (required)")
+	fs.Int32Var(&partition, "partition", -1, "only this partition (-1: every partition)")
+	return cmd
+}
+
+func printTxnProducers(w io.Writer, entries []txnProducerEntry) error {
+	t := newTable(w, "topic", "partition", "leader", "producer id", "epoch", "last sequence", "last timestamp", "coordinator epoch", "txn start offset", "error")
+	dash := func(v int64) any { // -1: none
+		if v < 0 {
+			return "-"
+		}
+		return v
+	}
+	for _, e := range entries {
+		ts := e.LastTimestamp
+		if ts == "" {
+			ts = "-"
+		}
+		if e.Error != "" {
+			t.row(e.Topic, e.Partition, e.Leader, "-", "-", "-", "-", "-", "-", e.Error)
+			continue
+		}
+		t.row(e.Topic, e.Partition, e.Leader, e.ProducerID, e.ProducerEpoch, dash(int64(e.LastSequence)), ts,
+			dash(int64(e.CoordinatorEpoch)), dash(e.TxnStartOffset), "")
 	}
 	return t.flush()
 }

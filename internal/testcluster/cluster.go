@@ -65,7 +65,9 @@ func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 	t.Helper()
 	Binary(t)
 	c := &Cluster{t: t, Dir: ArtifactDir(t), cut: map[int32]bool{}}
-	ports := freePorts(t, 2*n)
+	// The ports stay held until the proxies have their own (":0") ports,
+	// so a proxy cannot be given a node's port.
+	ports, release := freePorts(t, 2*n)
 	var voters []string
 	for i := range n {
 		id := int32(i + 1)
@@ -83,6 +85,7 @@ func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 		voters = append(voters, fmt.Sprintf("%d@%s", id, px.Addr()))
 		c.Nodes = append(c.Nodes, nd)
 	}
+	release()
 	for _, nd := range c.Nodes {
 		a := []string{
 			"--node.id", fmt.Sprint(nd.ID),
@@ -98,11 +101,20 @@ func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 	return c
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
+// freePorts returns n distinct loopback ports, held until release is
+// called; after that they were free a moment ago.
+func freePorts(t testing.TB, n int) (ports []int, release func()) {
 	t.Helper()
 	var lns []net.Listener
-	var ports []int
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			for _, ln := range lns {
+				ln.Close()
+			}
+		})
+	}
+	t.Cleanup(release)
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -111,10 +123,7 @@ func freePorts(t testing.TB, n int) []int {
 		lns = append(lns, ln)
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
+	return ports, release
 }
 
 // IDs lists the node ids, 1..N.
