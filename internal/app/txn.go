@@ -46,10 +46,7 @@ type txnPart struct {
 
 	mu      sync.Mutex // guards p, loading, epoch, last, changed
 	p       *txn.Partition
-	// changed is closed (and replaced) when a change of the partition's
-	// state is durable: an operation answered CONCURRENT_TRANSACTIONS
-	// waits on it instead of polling (Changed).
-	changed chan struct{}
+	changed chan struct{} // closed and replaced at each durable change (Changed)
 	loading bool  // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
 	epoch   int32 // coordinator epoch: the partition's leader epoch when loaded
 	// last is the durability offset and generation of the last append: an
