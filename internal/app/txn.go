@@ -47,8 +47,8 @@ type txnPart struct {
 	mu      sync.Mutex // guards p, loading, epoch, last, changed
 	p       *txn.Partition
 	changed chan struct{} // closed and replaced at each durable change (Changed)
-	loading bool  // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
-	epoch   int32 // coordinator epoch: the partition's leader epoch when loaded
+	loading bool          // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
+	epoch   int32         // coordinator epoch: the partition's leader epoch when loaded
 	// last is the durability offset and generation of the last append: an
 	// operation that writes nothing still answers only once the state it
 	// read is durable (Kafka refuses it meanwhile with its pending state).
