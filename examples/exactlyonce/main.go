@@ -43,6 +43,7 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := fs.String("brokers", "127.0.0.1:9092", "bootstrap servers, comma-separated")
 	n := fs.Int("n", 1000, "orders to produce (produce)")
+	from := fs.Int("from", 0, "number of the first order (produce)")
 	_ = fs.Parse(os.Args[2:])
 	seeds := kgo.SeedBrokers(strings.Split(*brokers, ",")...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -53,7 +54,7 @@ func main() {
 	case "setup":
 		err = setup(ctx, seeds)
 	case "produce":
-		err = produce(ctx, seeds, *n)
+		err = produce(ctx, seeds, *from, *n)
 	case "invoice":
 		err = invoice(ctx, seeds)
 	case "check":
@@ -82,13 +83,13 @@ func setup(ctx context.Context, seeds kgo.Opt) error {
 	return nil
 }
 
-func produce(ctx context.Context, seeds kgo.Opt, n int) error {
+func produce(ctx context.Context, seeds kgo.Opt, from, n int) error {
 	cl, err := kgo.NewClient(seeds, kgo.DefaultProduceTopic(ordersTopic))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		id := fmt.Sprintf("order-%06d", i)
 		cl.Produce(ctx, &kgo.Record{Key: []byte(id), Value: []byte(id)}, nil)
 	}
@@ -146,10 +147,24 @@ func invoice(ctx context.Context, seeds kgo.Opt) error {
 // check reads the invoices as a read_committed consumer and counts each
 // order's invoices.
 func check(ctx context.Context, seeds kgo.Opt) error {
+	orders, dups, err := countInvoices(ctx, seeds)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d orders invoiced, %d more than once\n", orders, dups)
+	if dups > 0 {
+		return errors.New("duplicates")
+	}
+	return nil
+}
+
+// countInvoices returns how many orders have an invoice and how many have
+// more than one, reading until the invoices topic is quiet for 2 s.
+func countInvoices(ctx context.Context, seeds kgo.Opt) (orders, dups int, err error) {
 	cl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(invoicesTopic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer cl.Close()
 	seen := map[string]int{}
@@ -163,15 +178,10 @@ func check(ctx context.Context, seeds kgo.Opt) error {
 			break
 		}
 	}
-	dups := 0
 	for _, c := range seen {
 		if c > 1 {
 			dups++
 		}
 	}
-	fmt.Printf("%d orders invoiced, %d more than once\n", len(seen), dups)
-	if dups > 0 {
-		return errors.New("duplicates")
-	}
-	return nil
+	return len(seen), dups, ctx.Err()
 }
