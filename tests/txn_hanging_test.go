@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
@@ -175,4 +177,93 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 		!strings.Contains(err.Error(), "go together") {
 		t.Fatalf("abort with --producer-id alone: %v", err)
 	}
+}
+
+// markerFrom writes an ABORT marker for pid at a coordinator epoch to
+// topic-0, as a coordinator would, and returns the partition's error code.
+func markerFrom(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, coordinatorEpoch int32) int16 {
+	t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = pid, epoch, coordinatorEpoch
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = topic, []int32{0}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Markers[0].Topics[0].Partitions[0].ErrorCode
+}
+
+// A partition keeps the coordinator epoch of a producer's last marker and
+// refuses an older coordinator's marker with TRANSACTION_COORDINATOR_FENCED:
+// after a marker from coordinator epoch 7 (a newer coordinator than this
+// node's, whose __transaction_state leader epoch is 0), the coordinator's
+// COMMIT markers for the producer's next transaction are refused, so the
+// records stay unstable and the transaction stays PrepareCommit (the
+// coordinator stops sending them, as Kafka's does: the newer coordinator
+// owns the transaction). DescribeProducers shows epoch 7, and `berth txn
+// abort --start-offset` uses it, so its marker is not refused.
+func TestTxnMarkerFromOlderCoordinatorFenced(t *testing.T) {
+	n := tc.Start(t)
+	addr := n.Addr()
+	tc.CreateTopic(t, addr, "cf", 1, nil)
+	cl := txnV1Client(t, addr)
+	pid, epoch, err := initTxnPID(t, cl, "tx-cf", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+
+	if ec := markerFrom(t, cl, "cf", pid, epoch, 7); ec != 0 { // 0
+		t.Fatalf("marker from coordinator epoch 7: %v", kerr.ErrorForCode(ec))
+	}
+	if ec := markerFrom(t, cl, "cf", pid, epoch, 6); ec != kerr.TransactionCoordinatorFenced.Code { // refused
+		t.Fatalf("marker from coordinator epoch 6 after 7: %v, want TRANSACTION_COORDINATOR_FENCED", kerr.ErrorForCode(ec))
+	}
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-cf", pid, epoch, "cf"))
+	produceTxn(t, cl, "cf", pid, epoch, 0, "c0") // 1
+	must(t, "EndTxn commit", endTxn(t, cl, "tx-cf", pid, epoch, true))
+
+	// The coordinator stops: over 3 s no client of this test sends a
+	// request, and the node reads at most the one WriteTxnMarkers that may
+	// still have been on its way (a sender retrying would send one every
+	// 50 ms to 1 s).
+	requests := func() float64 {
+		v, ok := scrape(t, n, "berth_server_requests_total")
+		if !ok {
+			t.Fatal("no berth_server_requests_total")
+		}
+		return v
+	}
+	r0 := requests()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); { // what must not change, watched for a while
+		if r := requests(); r > r0+1 {
+			t.Fatalf("%v requests read in the quiet window: the coordinator is still sending refused markers", r-r0)
+		}
+		time.Sleep(50 * time.Millisecond) // scrape pacing, not a wait for a state
+	}
+	adm := tc.Admin(t, addr)
+	if u, c := latest(t, cl, "cf", 0), latest(t, cl, "cf", 1); u != 2 || c != 1 {
+		t.Fatalf("latest %d / %d, want 2 / 1: the fenced coordinator's COMMIT marker was written", u, c)
+	}
+	ds, err := adm.DescribeTransactions(ctxT(t, 10*time.Second), "tx-cf")
+	must(t, "DescribeTransactions", err)
+	if d := ds["tx-cf"]; d.Err != nil || d.State != "PrepareCommit" {
+		t.Fatalf("tx-cf: %+v, want PrepareCommit (its markers are refused)", d)
+	}
+	p, err := describeProducer(t, adm, "cf", pid)
+	must(t, "DescribeProducers", err)
+	if p.CoordinatorEpoch != 7 || p.CurrentTxnStartOffset != 1 {
+		t.Fatalf("producer %d: %+v, want coordinator epoch 7 and a transaction open at 1", pid, p)
+	}
+
+	out, err := txnCLI(t, addr, "txn", "abort", "--topic", "cf", "--partition", "0", "--start-offset", "1")
+	if err != nil || !strings.Contains(out, "aborted") {
+		t.Fatalf("abort with the producer's coordinator epoch: %v\n%s", err, out)
+	}
+	if u, c := latest(t, cl, "cf", 0), latest(t, cl, "cf", 1); u != 3 || c != 3 {
+		t.Fatalf("after the abort: latest %d / %d, want 3 / 3", u, c)
+	}
+	produceSync(t, cl, &kgo.Record{Topic: "cf", Value: []byte("plain")})
+	newConsumer(t, addr, "cf", kgo.ReadCommitted()).waitFor(t, "plain")
 }
