@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
@@ -266,4 +267,55 @@ func TestTxnMarkerFromOlderCoordinatorFenced(t *testing.T) {
 	}
 	produceSync(t, cl, &kgo.Record{Topic: "cf", Value: []byte("plain")})
 	newConsumer(t, addr, "cf", kgo.ReadCommitted()).waitFor(t, "plain")
+}
+
+// With transaction.partition.verification.enable=false a V1 producer's
+// batch for a partition it never added to its transaction opens one there
+// that its coordinator does not know of: find-hanging lists it with the
+// producer's transactional id, whether the id has no ongoing transaction
+// or an ongoing one without the partition, and abort ends it.
+func TestTxnFindHangingWithTransactionalID(t *testing.T) {
+	n := tc.Start(t, tc.With("transaction.partition.verification.enable", "false"))
+	addr := n.Addr()
+	tc.CreateTopic(t, addr, "late", 1, nil)
+	tc.CreateTopic(t, addr, "other", 1, nil)
+	v1 := kversion.Stable()
+	v1.SetMaxKeyVersion(kmsg.Produce.Int16(), 11)
+	v1.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 4)
+	cl := tc.Client(t, addr, kgo.MaxVersions(v1))
+	pid, epoch, err := initTxnPID(t, cl, "tx-late", 60000, -1, -1)
+	must(t, "InitProducerId", err)
+	if r := txnProduce(t, cl, "tx-late", "late", pid, epoch, 0, "stray"); r.ErrorCode != 0 { // 0
+		t.Fatalf("unverified transactional batch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	check := func(reason string) {
+		t.Helper()
+		var got []hangingEntry
+		tc.Eventually(t, 10*time.Second, func() error { // idle for more than 0 ms
+			if got = findHangingJSON(t, addr, "--max-transaction-timeout", "0s"); len(got) != 1 {
+				return fmt.Errorf("find-hanging: %+v, want one transaction", got)
+			}
+			return nil
+		})
+		out, err := txnCLI(t, addr, "txn", "find-hanging", "--max-transaction-timeout", "0s", "--json")
+		if g := got[0]; g.Topic != "late" || g.ProducerID != pid || g.StartOffset != 0 || g.TransactionalID != "tx-late" ||
+			err != nil || !strings.Contains(out, reason) {
+			t.Fatalf("find-hanging: %+v, want tx-late's producer %d at late-0 offset 0 (%s): %v\n%s", g, pid, reason, err, out)
+		}
+	}
+	check("no ongoing transaction")
+	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-late", pid, epoch, "other"))
+	check("does not include the partition")
+
+	out, err := txnCLI(t, addr, "txn", "abort", "--topic", "late", "--partition", "0", "--start-offset", "0")
+	if err != nil || !strings.Contains(out, "aborted") {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	if u, c := latest(t, cl, "late", 0), latest(t, cl, "late", 1); u != 2 || c != 2 {
+		t.Fatalf("after the abort: latest %d / %d, want 2 / 2", u, c)
+	}
+	if got := findHangingJSON(t, addr, "--max-transaction-timeout", "0s"); len(got) != 0 {
+		t.Fatalf("find-hanging after the abort: %+v", got)
+	}
 }
