@@ -71,16 +71,18 @@ func TestTxnDescribeProducers(t *testing.T) {
 	}
 	p, err = describeProducer(t, adm, "dp", txPID)
 	must(t, "DescribeProducers", err)
-	if p.ProducerEpoch != txEpoch || p.LastSequence != 1 || p.CurrentTxnStartOffset != 3 || p.LastTimestamp < start {
+	if p.ProducerEpoch != txEpoch || p.LastSequence != 1 || p.CurrentTxnStartOffset != 3 || p.LastTimestamp < start ||
+		p.CoordinatorEpoch != -1 {
 		t.Fatalf("transactional producer %d epoch %d with an open transaction: %+v", txPID, txEpoch, p)
 	}
 
 	// After the commit (its marker is written after EndTxn answers) the
-	// producer has no open transaction.
+	// producer has no open transaction, and the coordinator epoch of the
+	// marker (its __transaction_state leader epoch, 0 on a fresh node).
 	must(t, "EndTransaction", tx.EndTransaction(ctxT(t, 30*time.Second), kgo.TryCommit))
 	tc.Eventually(t, 10*time.Second, func() error {
 		p, err := describeProducer(t, adm, "dp", txPID)
-		if err == nil && (p.CurrentTxnStartOffset != -1 || p.ProducerEpoch != txEpoch || p.LastSequence != 1) {
+		if err == nil && (p.CurrentTxnStartOffset != -1 || p.ProducerEpoch != txEpoch || p.LastSequence != 1 || p.CoordinatorEpoch != 0) {
 			err = fmt.Errorf("after commit: %+v", p)
 		}
 		return err

@@ -311,11 +311,11 @@ func (c *txnCoord) sendMarkers(tp *txnPart, m txn.Markers) {
 		todo := slices.Clone(m.Partitions)
 		backoff := 50 * time.Millisecond
 		for len(todo) > 0 {
-			var fenced bool
+			var fenced error
 			todo, fenced = c.writeMarkers(tp, m, todo)
-			if fenced {
+			if fenced != nil {
 				c.n.log.Warn("transaction markers fenced; the transaction stays pending",
-					"transactional_id", m.TransactionalID, "producer", m.ProducerID, "epoch", m.ProducerEpoch)
+					"transactional_id", m.TransactionalID, "producer", m.ProducerID, "epoch", m.ProducerEpoch, "err", fenced)
 				return
 			}
 			if len(todo) == 0 {
@@ -342,10 +342,11 @@ func (c *txnCoord) sendMarkers(tp *txnPart, m txn.Markers) {
 }
 
 // writeMarkers sends one round of WriteTxnMarkers for the partitions in
-// todo, grouped by leader, and returns those still to do; fenced is true
-// when a leader refused the marker's producer epoch (a newer coordinator
-// or producer took over, as Kafka stops then too).
-func (c *txnCoord) writeMarkers(tp *txnPart, m txn.Markers, todo []txn.TopicPartition) (left []txn.TopicPartition, fenced bool) {
+// todo, grouped by leader, and returns those still to do; fenced is the
+// error of a leader that refused the marker for good (markerFenced): a
+// newer coordinator or producer took over, and, as Kafka does, this
+// coordinator stops sending the transaction's markers.
+func (c *txnCoord) writeMarkers(tp *txnPart, m txn.Markers, todo []txn.TopicPartition) (left []txn.TopicPartition, fenced error) {
 	im := c.n.ctrl.Image()
 	tp.mu.Lock()
 	epoch := tp.epoch
@@ -400,14 +401,25 @@ func (c *txnCoord) writeMarkers(tp *txnPart, m txn.Markers, todo []txn.TopicPart
 			ec, ok := got[p]
 			switch {
 			case ok && ec == 0:
-			case ok && ec == kerr.InvalidProducerEpoch.Code:
-				fenced = true
+			case ok && markerFenced(ec):
+				fenced = fmt.Errorf("%s-%d: %w", p.Topic, p.Partition, kerr.ErrorForCode(ec))
 			default:
 				left = append(left, p) // NOT_LEADER, unknown (deleted topics drop out above), timeouts: retry
 			}
 		}
 	}
 	return left, fenced
+}
+
+// markerFenced says whether a partition leader's answer to a marker means
+// this coordinator must stop sending the transaction's markers rather than
+// retry, as Kafka's TransactionMarkerRequestCompletionHandler does:
+// INVALID_PRODUCER_EPOCH (a newer producer epoch wrote to the partition)
+// and TRANSACTION_COORDINATOR_FENCED (a marker from a newer coordinator,
+// one with a higher __transaction_state leader epoch, reached the
+// partition: that coordinator owns the transaction now).
+func markerFenced(code int16) bool {
+	return code == kerr.InvalidProducerEpoch.Code || code == kerr.TransactionCoordinatorFenced.Code
 }
 
 // request sends one WriteTxnMarkers through the node's peer pool.

@@ -79,26 +79,67 @@ func BuildControl(producerID int64, epoch int16, typ int16, coordinatorEpoch int
 // key: version int16, type int16), or an error when b is not a control
 // batch or its key is malformed.
 func ControlType(b []byte) (int16, error) {
-	h, err := ParseHeader(b)
+	r, err := controlRecord(b)
 	if err != nil {
 		return 0, err
 	}
+	return controlKeyType(r.Key)
+}
+
+// Marker is what a transaction marker (a COMMIT or ABORT control batch)
+// says: its type and the epoch of the transaction coordinator that wrote
+// it (Kafka's EndTransactionMarker).
+type Marker struct {
+	Type             int16
+	CoordinatorEpoch int32
+}
+
+// ParseMarker reads the transaction marker in control batch b: the type
+// from its first record's key (version int16, type int16) and the
+// coordinator epoch from its value (version int16, coordinator epoch
+// int32). It returns an error when b is not a control batch or the key or
+// value is malformed, as Kafka refuses a marker whose value is short.
+func ParseMarker(b []byte) (Marker, error) {
+	r, err := controlRecord(b)
+	if err != nil {
+		return Marker{}, err
+	}
+	typ, err := controlKeyType(r.Key)
+	if err != nil {
+		return Marker{}, err
+	}
+	if len(r.Value) < 6 {
+		return Marker{}, fmt.Errorf("%w: transaction marker value of %d bytes", ErrInvalidRecord, len(r.Value))
+	}
+	if v := int16(binary.BigEndian.Uint16(r.Value)); v < 0 {
+		return Marker{}, fmt.Errorf("%w: transaction marker value version %d", ErrInvalidRecord, v)
+	}
+	return Marker{Type: typ, CoordinatorEpoch: int32(binary.BigEndian.Uint32(r.Value[2:]))}, nil
+}
+
+// controlRecord returns the first record of control batch b.
+func controlRecord(b []byte) (Record, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return Record{}, err
+	}
 	if !h.Control() {
-		return 0, fmt.Errorf("%w: not a control batch", ErrInvalidRecord)
+		return Record{}, fmt.Errorf("%w: not a control batch", ErrInvalidRecord)
 	}
 	if h.Size() > len(b) {
-		return 0, fmt.Errorf("%w: truncated batch", ErrCorrupt)
+		return Record{}, fmt.Errorf("%w: truncated batch", ErrCorrupt)
 	}
 	recs := b[HeaderSize:h.Size()]
 	if h.Codec() != CodecNone {
-		return 0, fmt.Errorf("%w: compressed control batch", ErrInvalidRecord)
+		return Record{}, fmt.Errorf("%w: compressed control batch", ErrInvalidRecord)
 	}
 	r, _, err := parseRecord(recs, false)
-	if err != nil {
-		return 0, err
+	return r, err
+}
+
+func controlKeyType(key []byte) (int16, error) {
+	if len(key) < 4 {
+		return 0, fmt.Errorf("%w: control record key of %d bytes", ErrInvalidRecord, len(key))
 	}
-	if len(r.Key) < 4 {
-		return 0, fmt.Errorf("%w: control record key of %d bytes", ErrInvalidRecord, len(r.Key))
-	}
-	return int16(binary.BigEndian.Uint16(r.Key[2:])), nil
+	return int16(binary.BigEndian.Uint16(key[2:])), nil
 }

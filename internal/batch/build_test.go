@@ -2,6 +2,8 @@ package batch
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"testing"
 )
@@ -55,5 +57,29 @@ func TestBuildControlMatchesKafkaLayout(t *testing.T) {
 	}
 	if _, err := ControlType(Build([]KV{{Key: []byte("k"), Value: []byte("v")}}, 1)); err == nil {
 		t.Fatal("ControlType accepted a data batch")
+	}
+}
+
+// ParseMarker reads the coordinator epoch from the marker's value and
+// refuses a value Kafka would refuse: shorter than version and epoch, or
+// with a negative version.
+func TestParseMarkerReadsCoordinatorEpoch(t *testing.T) {
+	m, err := ParseMarker(BuildControl(42, 3, ControlCommit, 1<<20+5, 1000))
+	if err != nil || m != (Marker{Type: ControlCommit, CoordinatorEpoch: 1<<20 + 5}) {
+		t.Fatalf("ParseMarker = %+v, %v", m, err)
+	}
+	control := func(value []byte) []byte {
+		b := Build([]KV{{Key: []byte{0, 0, 0, 0}, Value: value}}, 1000)
+		binary.BigEndian.PutUint16(b[21:], AttrTransactional|AttrControl)
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crcTable))
+		return b
+	}
+	for _, v := range [][]byte{nil, {0, 0, 0, 0, 7}, {0xff, 0xff, 0, 0, 0, 7}} {
+		if m, err := ParseMarker(control(v)); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("ParseMarker of value %x = %+v, %v; want ErrInvalidRecord", v, m, err)
+		}
+	}
+	if m, err := ParseMarker(control([]byte{0, 1, 0, 0, 0, 7, 9})); err != nil || m.CoordinatorEpoch != 7 {
+		t.Errorf("ParseMarker of a newer value version = %+v, %v; want epoch 7", m, err)
 	}
 }

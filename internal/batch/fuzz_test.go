@@ -106,18 +106,26 @@ func FuzzRecords(f *testing.F) {
 }
 
 // FuzzControlType: a follower and recovery read control batches from the
-// log and the wire. ControlType never panics, and what BuildControl writes
-// reads back as its type.
+// log and the wire. ControlType and ParseMarker never panic, they agree on
+// the type of any batch both accept, and what BuildControl writes reads
+// back as its type and coordinator epoch.
 func FuzzControlType(f *testing.F) {
-	f.Add(BuildControl(1, 0, ControlAbort, 0, now), int16(0))
-	f.Add(BuildControl(7, 3, ControlCommit, 9, now), int16(1))
-	f.Add(seedBatches()[0], int16(5))
-	f.Fuzz(func(t *testing.T, data []byte, typ int16) {
-		_, _ = ControlType(data)
-		b := BuildControl(int64(len(data)), int16(len(data)), typ, int32(len(data)), now)
+	f.Add(BuildControl(1, 0, ControlAbort, 0, now), int16(0), int32(0))
+	f.Add(BuildControl(7, 3, ControlCommit, 9, now), int16(1), int32(-1))
+	f.Add(seedBatches()[0], int16(5), int32(1<<31-1))
+	f.Fuzz(func(t *testing.T, data []byte, typ int16, coordinatorEpoch int32) {
+		ct, cterr := ControlType(data)
+		if m, err := ParseMarker(data); err == nil && (cterr != nil || ct != m.Type) {
+			t.Fatalf("ParseMarker read type %d, ControlType %d, %v", m.Type, ct, cterr)
+		}
+		b := BuildControl(int64(len(data)), int16(len(data)), typ, coordinatorEpoch, now)
 		got, err := ControlType(b)
 		if err != nil || got != typ {
 			t.Fatalf("ControlType of BuildControl(type %d) = %d, %v", typ, got, err)
+		}
+		m, err := ParseMarker(b)
+		if err != nil || m != (Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}) {
+			t.Fatalf("ParseMarker of BuildControl(type %d, coordinator epoch %d) = %+v, %v", typ, coordinatorEpoch, m, err)
 		}
 	})
 }

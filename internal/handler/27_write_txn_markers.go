@@ -9,7 +9,11 @@ package handler
 // stable offset moves past the transaction. Errors per partition:
 // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH
 // (a marker from an older producer epoch than the partition has seen),
-// NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT. Not honoured yet: the
+// TRANSACTION_COORDINATOR_FENCED (a CoordinatorEpoch below that of the
+// producer's last marker on the partition, as Kafka checks: a deposed
+// coordinator's late marker; the coordinator sends its __transaction_state
+// leader epoch, which a failover raises), NOT_ENOUGH_REPLICAS,
+// REQUEST_TIMED_OUT. Not honoured yet: the
 // TransactionVersion field (v2) is read but not checked; there is no
 // CLUSTER_ACTION authorization (Berth has no ACLs).
 

@@ -5,13 +5,13 @@ package handler
 // partition's producer state (replica.Partition.Producers): producer id,
 // epoch, last sequence (-1 when no batch of the current epoch is cached),
 // last timestamp (when the partition last saw a batch or marker of the
-// producer: the leader's append time in ms) and the first offset of its
-// open transaction on the partition (-1 when none), which is how an
+// producer: the leader's append time in ms), the coordinator epoch of its
+// last transaction marker on the partition (-1 before any, or when the
+// state came from a snapshot that did not keep it) and the first offset of
+// its open transaction on the partition (-1 when none), which is how an
 // operator finds the producer of a hanging transaction. Errors per
 // partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER. Not
-// honoured: CoordinatorEpoch is always -1 (the partition does not keep
-// the coordinator epoch of the last marker); no TOPIC_AUTHORIZATION_FAILED
-// (Berth has no ACLs).
+// honoured: no TOPIC_AUTHORIZATION_FAILED (Berth has no ACLs).
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func (b *Broker) activeProducers(t *metadata.Topic, idx int32, sp *kmsg.Describe
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID, ap.ProducerEpoch = pi.ProducerID, int32(pi.Epoch)
 		ap.LastSequence, ap.LastTimestamp = pi.LastSequence, pi.LastTimestamp
-		ap.CoordinatorEpoch = -1
+		ap.CoordinatorEpoch = pi.CoordinatorEpoch
 		ap.CurrentTxnStartOffset = pi.TxnStartOffset
 		sp.ActiveProducers = append(sp.ActiveProducers, ap)
 	}

@@ -29,6 +29,7 @@ var codeTable = []struct {
 	{batch.ErrUnsupportedCodec, kerr.UnsupportedCompressionType},
 	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{replica.ErrInvalidEpoch, kerr.InvalidProducerEpoch},
+	{replica.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{replica.ErrMultipleBatches, kerr.InvalidRecord},
 	{replica.ErrTxnChanged, kerr.NotEnoughReplicas}, // retriable: the retry asks the coordinator again
 	{replica.ErrNotLeader, kerr.NotLeaderForPartition},

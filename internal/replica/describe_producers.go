@@ -19,6 +19,10 @@ type ProducerInfo struct {
 	// TxnStartOffset is the first offset of the producer's ongoing
 	// transaction on this partition, -1 when none is open.
 	TxnStartOffset int64
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's last marker on this partition, -1 when unknown
+	// (no marker yet, or state from a snapshot that did not keep it).
+	CoordinatorEpoch int32
 }
 
 // Producers lists the partition's active producers (those whose state has
@@ -31,7 +35,8 @@ func (p *Partition) Producers() []ProducerInfo {
 	}
 	out := make([]ProducerInfo, 0, len(p.producers.m))
 	for id, e := range p.producers.m {
-		pi := ProducerInfo{ProducerID: id, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastSeen, TxnStartOffset: -1}
+		pi := ProducerInfo{ProducerID: id, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastSeen, TxnStartOffset: -1,
+			CoordinatorEpoch: e.coordinatorEpoch()}
 		if n := len(e.Batches); n > 0 {
 			pi.LastSequence = e.Batches[n-1].LastSeq
 		}

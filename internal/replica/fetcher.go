@@ -534,17 +534,17 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 		switch {
 		case h.ProducerID < 0:
 		case h.Control():
-			typ, err := batch.ControlType(data[off : off+h.Size()])
+			mk, err := batch.ParseMarker(data[off : off+h.Size()])
 			if err != nil {
 				p.logg.Warn("follower: skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", h.BaseOffset, "err", err)
 				break
 			}
-			if typ == batch.ControlAbort {
+			if mk.Type == batch.ControlAbort {
 				if t, ok := p.producers.abortEntry(h.ProducerID, h.BaseOffset); ok {
 					aborted = append(aborted, t)
 				}
 			}
-			p.producers.endTxn(h.ProducerID, h.ProducerEpoch, h.BaseOffset, h.MaxTimestamp)
+			p.producers.endTxn(h.ProducerID, h.ProducerEpoch, mk.CoordinatorEpoch, h.BaseOffset, h.MaxTimestamp)
 			p.prodDirty, txns = true, true
 		default:
 			p.producers.update(&h, h.BaseOffset, h.MaxTimestamp)

@@ -680,17 +680,17 @@ func (p *Partition) loadProducers() error {
 			if err != nil {
 				return err
 			}
-			typ, err := batch.ControlType(data)
+			mk, err := batch.ParseMarker(data)
 			if err != nil {
 				p.logg.Warn("skipping a malformed control batch", "topic", p.Topic, "partition", p.Index, "offset", bh.BaseOffset, "err", err)
 				return nil
 			}
-			if typ == batch.ControlAbort {
+			if mk.Type == batch.ControlAbort {
 				if t, ok := p.producers.abortEntry(bh.ProducerID, bh.BaseOffset); ok {
 					aborted = append(aborted, t)
 				}
 			}
-			p.producers.endTxn(bh.ProducerID, bh.ProducerEpoch, bh.BaseOffset, bh.MaxTimestamp)
+			p.producers.endTxn(bh.ProducerID, bh.ProducerEpoch, mk.CoordinatorEpoch, bh.BaseOffset, bh.MaxTimestamp)
 			return nil
 		}
 		h := batch.Header{

@@ -14,6 +14,10 @@ var (
 	ErrOutOfOrderSequence = errors.New("replica: out of order sequence number") // OUT_OF_ORDER_SEQUENCE_NUMBER
 	ErrInvalidEpoch       = errors.New("replica: stale producer epoch")         // INVALID_PRODUCER_EPOCH
 	ErrMultipleBatches    = errors.New("replica: an idempotent produce must carry one batch per partition")
+	// ErrCoordinatorFenced refuses a transaction marker written by an
+	// older transaction coordinator than the producer's last marker
+	// (TRANSACTION_COORDINATOR_FENCED).
+	ErrCoordinatorFenced = errors.New("replica: transaction marker from a fenced coordinator")
 )
 
 // batchMeta remembers one appended batch of a producer for duplicate
@@ -39,6 +43,11 @@ type producerEntry struct {
 	// before transactions lack both (no transaction).
 	InTxn    bool  `json:"it,omitempty"`
 	TxnFirst int64 `json:"tf,omitempty"`
+	// CoordEpoch is the coordinator epoch of the last marker applied to
+	// the producer (Kafka's ProducerStateEntry.coordinatorEpoch); nil
+	// when unknown: no marker yet, or a snapshot written before it was
+	// kept. Read it with coordinatorEpoch.
+	CoordEpoch *int32 `json:"ce,omitempty"`
 	// Markers counts the markers applied to the producer since the entry
 	// was made (not persisted): a TxnGuard compares it (verify.go).
 	Markers uint64 `json:"-"`
@@ -99,10 +108,31 @@ func (ps *producerState) unstable(hw int64) []unstableTxn {
 	return append(out, ps.ended...)
 }
 
-// checkMarker refuses a transaction marker from an older producer epoch.
-func (ps *producerState) checkMarker(producerID int64, epoch int16) error {
-	if e := ps.m[producerID]; e != nil && epoch < e.Epoch {
+// coordinatorEpoch is the coordinator epoch of the producer's last
+// marker, -1 when unknown.
+func (e *producerEntry) coordinatorEpoch() int32 {
+	if e.CoordEpoch == nil {
+		return -1
+	}
+	return *e.CoordEpoch
+}
+
+// checkMarker refuses a transaction marker from an older producer epoch
+// (ErrInvalidEpoch) or, as Kafka does, from an older transaction
+// coordinator than the producer's last marker (ErrCoordinatorFenced): the
+// coordinator sends the leader epoch of its __transaction_state partition,
+// which only grows across failovers, so only a deposed coordinator's late
+// marker is refused.
+func (ps *producerState) checkMarker(producerID int64, epoch int16, coordinatorEpoch int32) error {
+	e := ps.m[producerID]
+	if e == nil {
+		return nil
+	}
+	if epoch < e.Epoch {
 		return fmt.Errorf("%w: marker for producer %d at epoch %d, current %d", ErrInvalidEpoch, producerID, epoch, e.Epoch)
+	}
+	if last := e.coordinatorEpoch(); coordinatorEpoch < last {
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, last marker's %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, last)
 	}
 	return nil
 }
@@ -125,11 +155,13 @@ func (ps *producerState) abortEntry(producerID, offset int64) (blog.AbortedTxn, 
 	return blog.AbortedTxn{ProducerID: producerID, FirstOffset: e.TxnFirst, LastOffset: offset, LastStableOffset: lso}, true
 }
 
-// endTxn applies a COMMIT or ABORT marker appended at offset: the
-// producer's transaction ends (an aborted one's entry, from abortEntry,
-// goes to the log's transaction index). A marker at a newer epoch
-// (Transactions V2 bumps it) restarts the producer's sequence checks.
-func (ps *producerState) endTxn(producerID int64, epoch int16, offset, now int64) {
+// endTxn applies a COMMIT or ABORT marker appended at offset and written
+// by the coordinator at coordinatorEpoch: the producer's transaction ends
+// (an aborted one's entry, from abortEntry, goes to the log's transaction
+// index) and its coordinator epoch becomes the marker's. A marker at a
+// newer epoch (Transactions V2 bumps it) restarts the producer's sequence
+// checks.
+func (ps *producerState) endTxn(producerID int64, epoch int16, coordinatorEpoch int32, offset, now int64) {
 	e := ps.m[producerID]
 	if e == nil {
 		e = &producerEntry{Epoch: epoch}
@@ -144,6 +176,7 @@ func (ps *producerState) endTxn(producerID int64, epoch int16, offset, now int64
 		ps.ended = append(ps.ended, unstableTxn{first: e.TxnFirst, end: offset})
 	}
 	e.InTxn, e.TxnFirst = false, 0
+	e.CoordEpoch = &coordinatorEpoch
 	e.LastSeen = now
 }
 

@@ -96,7 +96,8 @@ func (p *Partition) AbortedTransactions(from int64) []AbortedTxn {
 // batch.ControlAbort) for a producer, as WriteTxnMarkers asks: through the
 // same path as a produce, so it is replicated and acknowledged like one
 // (wait with WaitDurable). A marker from an older producer epoch is refused
-// with ErrInvalidEpoch.
+// with ErrInvalidEpoch, one from an older coordinator than the producer's
+// last marker with ErrCoordinatorFenced.
 func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coordinatorEpoch int32) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	if typ != batch.ControlCommit && typ != batch.ControlAbort {
@@ -120,7 +121,7 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coord
 	if !p.leading.Load() {
 		return res, ErrNotLeader
 	}
-	if err := p.producers.checkMarker(producerID, epoch); err != nil {
+	if err := p.producers.checkMarker(producerID, epoch, coordinatorEpoch); err != nil {
 		return res, err
 	}
 	res.Gen = p.gen.Load()
@@ -152,7 +153,7 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coord
 		base = ar.FirstOffset
 		p.nextOffset = ar.LogEndOffset
 	}
-	p.producers.endTxn(producerID, epoch, base, now)
+	p.producers.endTxn(producerID, epoch, coordinatorEpoch, base, now)
 	p.prodDirty = true
 	p.publishTxns()
 	res.BaseOffset = base

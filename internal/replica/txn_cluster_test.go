@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/replica"
@@ -52,12 +53,14 @@ func peerProduce(t *testing.T, addr, topic string, data []byte) {
 	}
 }
 
-func peerMarker(t *testing.T, addr, topic string, pid int64, commit bool) {
+// peerMarker sends a marker of coordinator epoch coordinatorEpoch for pid
+// to topic-0 at addr and returns the partition's error code.
+func peerMarker(t *testing.T, addr, topic string, pid int64, commit bool, coordinatorEpoch int32) int16 {
 	t.Helper()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.Committed = pid, commit
+	m.ProducerID, m.Committed, m.CoordinatorEpoch = pid, commit, coordinatorEpoch
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{0}
 	m.Topics = append(m.Topics, mt)
@@ -68,14 +71,14 @@ func peerMarker(t *testing.T, addr, topic string, pid int64, commit bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec := kr.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; ec != 0 {
-		t.Fatalf("WriteTxnMarkers: error %d", ec)
-	}
+	return kr.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
 }
 
 // Markers are replicated like any batch: every replica ends the
 // transaction, keeps the aborted list and computes the same LSO, so a new
-// leader serves read_committed readers as the old one did.
+// leader serves read_committed readers as the old one did. Followers also
+// keep each producer's coordinator epoch from the marker's value, so a new
+// leader refuses a deposed coordinator's marker as the old one would.
 func TestReplicationTransactionMarkers(t *testing.T) {
 	c := startCluster(t, 3)
 	c.createTopic("txn", [][]int32{{0, 1, 2}}, nil)
@@ -86,10 +89,13 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 		}
 		return nil
 	})
-	peerProduce(t, leader, "txn", txnBatchOf(100, 0, 3)) // 0-2
-	peerMarker(t, leader, "txn", 100, false)             // 3
+	peerProduce(t, leader, "txn", txnBatchOf(100, 0, 3))            // 0-2
+	if ec := peerMarker(t, leader, "txn", 100, false, 3); ec != 0 { // 3
+		t.Fatalf("WriteTxnMarkers: error %d", ec)
+	}
 	peerProduce(t, leader, "txn", txnBatchOf(101, 0, 2)) // 4-5, left open
 	wantAborted := []replica.AbortedTxn{{ProducerID: 100, FirstOffset: 0, LastOffset: 3}}
+	wantCoordEpoch := map[int64]int32{100: 3, 101: -1} // -1: no marker yet
 	check := func(b int, lso, hw int64) error {
 		p := c.brokers[b].mgr.Get("txn", 0)
 		if p == nil {
@@ -100,6 +106,11 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 		}
 		if got := p.AbortedTransactions(0); !slices.Equal(got, wantAborted) {
 			return fmt.Errorf("broker %d: aborted %+v", b, got)
+		}
+		for _, pi := range p.Producers() {
+			if want := wantCoordEpoch[pi.ProducerID]; pi.CoordinatorEpoch != want {
+				return fmt.Errorf("broker %d: producer %d coordinator epoch %d, want %d", b, pi.ProducerID, pi.CoordinatorEpoch, want)
+			}
 		}
 		return nil
 	}
@@ -121,7 +132,13 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 		}
 		return check(1, 4, 6)
 	})
-	peerMarker(t, c.brokers[1].addr, "txn", 101, true) // 6
+	if ec := peerMarker(t, c.brokers[1].addr, "txn", 100, false, 2); ec != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("marker from coordinator epoch 2 after one from 3: error %d, want TRANSACTION_COORDINATOR_FENCED", ec)
+	}
+	if ec := peerMarker(t, c.brokers[1].addr, "txn", 101, true, 0); ec != 0 { // 6
+		t.Fatalf("WriteTxnMarkers: error %d", ec)
+	}
+	wantCoordEpoch[101] = 0
 	eventually(t, 10*time.Second, func() error {
 		for b := range c.brokers {
 			if err := check(b, 7, 7); err != nil {

@@ -224,7 +224,10 @@ func TestProducerSnapshotVersion1Loads(t *testing.T) {
 		t.Fatalf("loaded %+v, aborted %v", e, ps.legacyAborted)
 	}
 	ps.update(&batch.Header{ProducerID: 5, ProducerEpoch: 2, BaseSequence: 3, Attributes: batch.AttrTransactional}, 13, 2)
-	ps.endTxn(5, 2, 14, 3)
+	if ce := e.coordinatorEpoch(); ce != -1 {
+		t.Fatalf("coordinator epoch %d from a snapshot without one, want -1", ce)
+	}
+	ps.endTxn(5, 2, 0, 14, 3)
 	b, err := ps.marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +239,7 @@ func TestProducerSnapshotVersion1Loads(t *testing.T) {
 	if err := back.unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.legacyAborted) != 0 || back.m[5].Epoch != 2 || back.m[5].InTxn {
+	if len(back.legacyAborted) != 0 || back.m[5].Epoch != 2 || back.m[5].InTxn || back.m[5].coordinatorEpoch() != 0 {
 		t.Fatalf("round trip: %+v %+v", back.legacyAborted, back.m[5])
 	}
 }
