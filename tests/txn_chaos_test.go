@@ -2,8 +2,9 @@ package tests
 
 // Transactions under randomized faults on three nodes: concurrent kgo
 // transactional producers (one on Transactions V1, the others on V2) commit
-// and abort at random while nodes are SIGKILLed and restarted: transaction
-// coordinators, partition leaders, any node. At the end every partition is
+// and abort at random while nodes are SIGKILLed and restarted, paused
+// (SIGSTOP) and resumed, or cut off the metadata quorum and healed:
+// transaction coordinators, partition leaders, any node. At the end every partition is
 // read from the start at both isolation levels and checked against what
 // each producer was told: nothing committed is lost or doubled, nothing
 // aborted is visible to read_committed, every transaction is all or
@@ -201,7 +202,8 @@ func chaosFaults(t *testing.T) int {
 }
 
 // TestTxnChaosFailover: transaction coordinators and partition leaders
-// killed (SIGKILL) and restarted while four transactional producers run
+// killed (SIGKILL) and restarted, paused and resumed, or cut off the
+// metadata quorum and healed while four transactional producers run
 // lose no committed record, show no aborted record to read_committed
 // readers, and keep every transaction atomic.
 func TestTxnChaosFailover(t *testing.T) {
@@ -286,8 +288,22 @@ func TestTxnChaosFailover(t *testing.T) {
 		if victim == 0 {
 			victim, why = r.c.IDs()[r.rng.IntN(3)], "a random node"
 		}
-		r.c.Kill(victim)
-		at := r.h.Fault("fault %d: killed node %d (kill -9), %s", f, victim, why)
+		// SIGKILL and restart mostly; sometimes SIGSTOP (a coordinator
+		// or leader that wakes up as a zombie) or a cut off the metadata
+		// quorum (one that keeps serving clients meanwhile).
+		action := [...]string{"kill", "kill", "kill", "pause", "cut"}[r.rng.IntN(5)]
+		var at time.Time
+		switch action {
+		case "kill":
+			r.c.Kill(victim)
+			at = r.h.Fault("fault %d: killed node %d (kill -9), %s", f, victim, why)
+		case "pause":
+			r.c.Pause(victim)
+			at = r.h.Fault("fault %d: paused node %d (SIGSTOP), %s", f, victim, why)
+		case "cut":
+			r.c.Cut(victim)
+			at = r.h.Fault("fault %d: cut node %d off the metadata quorum, %s", f, victim, why)
+		}
 		witness := r.others(victim)[0]
 		// Wait (bounded; it is not a failure if it takes longer) until
 		// the controller has fenced the victim: every partition of both
@@ -307,8 +323,17 @@ func TestTxnChaosFailover(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // polling with a deadline
 		}
 		time.Sleep(time.Duration(r.rng.IntN(1500)) * time.Millisecond) // pacing: run a while on two nodes
-		r.c.Restart(victim)
-		r.h.Fault("node %d restarted", victim)
+		switch action {
+		case "kill":
+			r.c.Restart(victim)
+			r.h.Fault("node %d restarted", victim)
+		case "pause":
+			r.c.Resume(victim)
+			r.h.Fault("node %d resumed (SIGCONT)", victim)
+		case "cut":
+			r.c.Heal(victim)
+			r.h.Fault("node %d healed", victim)
+		}
 		d := r.waitFor(rejoinBound, fmt.Sprintf("node %d back in every ISR of %s and __transaction_state", victim, faultTopic), func() error {
 			for _, topic := range []string{faultTopic, "__transaction_state"} {
 				st, _, err := r.meta(witness, topic)
