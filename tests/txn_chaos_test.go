@@ -370,12 +370,20 @@ func chaosCheck(t *testing.T, r *faultRig, adm *kadm.Client, seeds []string, txn
 	t.Helper()
 	const parts = 3
 	dir := r.c.Dir
-	var bad []string
+	// Violations by kind, each kind's in the order found.
+	bad := map[string][]string{}
+	var kinds []string
+	add := func(kind, msg string) {
+		if bad[kind] == nil {
+			kinds = append(kinds, kind)
+		}
+		bad[kind] = append(bad[kind], msg)
+	}
 	fail := func(format string, args ...any) {
 		t.Helper()
-		writeChaosTxns(t, dir, txns, nil, nil)
 		r.h.Fail(t, dir, "%s\nfaults:\n%s", fmt.Sprintf(format, args...), r.h.Schedule())
 	}
+	writeChaosTxns(t, dir, txns, nil, nil) // rewritten with the reads below
 	// Unknown outcomes and fenced producers' transactions end by the
 	// coordinators' timeout (3 s, checked every 200 ms).
 	d := r.waitFor(30*time.Second, "no open transaction on any partition (last stable offset = end offset)", func() error {
@@ -446,24 +454,24 @@ func chaosCheck(t *testing.T, r *faultRig, adm *kadm.Client, seeds []string, txn
 	// became of its transaction.
 	for v, ats := range inLog {
 		if len(ats) > 1 {
-			bad = append(bad, fmt.Sprintf("%s in the log %d times (read_uncommitted): %v", v, len(ats), ats))
+			add("duplicate in the log", fmt.Sprintf("%s in the log %d times (read_uncommitted): %v", v, len(ats), ats))
 		}
 	}
 	for _, c := range committed {
 		if v, ok := ru[at{c.Partition, c.Offset}]; !ok || v != c.Value {
-			bad = append(bad, fmt.Sprintf("read_committed read %s at %d/%d, read_uncommitted %q there", c.Value, c.Partition, c.Offset, v))
+			add("read_uncommitted not a superset", fmt.Sprintf("read_committed read %s at %d/%d, read_uncommitted %q there", c.Value, c.Partition, c.Offset, v))
 		}
 		if strings.HasPrefix(c.Value, "end-") {
 			continue
 		}
 		prod, n, _, ok := chaosVal(c.Value)
 		if _, known := byName[fmt.Sprintf("p%d-t%d", prod, n)]; !ok || !known {
-			bad = append(bad, fmt.Sprintf("read_committed read %s at %d/%d: no transaction of the test wrote it", c.Value, c.Partition, c.Offset))
+			add("phantom record", fmt.Sprintf("read_committed read %s at %d/%d: no transaction of the test wrote it", c.Value, c.Partition, c.Offset))
 		}
 	}
 	for v, ats := range seen {
 		if len(ats) > 1 {
-			bad = append(bad, fmt.Sprintf("%s read %d times by read_committed: %v", v, len(ats), ats))
+			add("duplicate read", fmt.Sprintf("%s read %d times by read_committed: %v", v, len(ats), ats))
 		}
 	}
 	counts := map[txnOutcome]int{}
@@ -476,18 +484,18 @@ func chaosCheck(t *testing.T, r *faultRig, adm *kadm.Client, seeds []string, txn
 			if len(ats) > 0 {
 				visible++
 				if ats[0].Partition != rec.Partition {
-					bad = append(bad, fmt.Sprintf("%s read from partition %d, produced to %d", rec.Value, ats[0].Partition, rec.Partition))
+					add("wrong partition", fmt.Sprintf("%s read from partition %d, produced to %d", rec.Value, ats[0].Partition, rec.Partition))
 				}
 			}
 			switch {
 			case x.Outcome == txnAborted && len(ats) > 0:
-				bad = append(bad, fmt.Sprintf("%s of aborted transaction %s (%s) read by read_committed at %v", rec.Value, x.name(), x.Err, ats))
+				add("aborted record visible", fmt.Sprintf("%s of aborted transaction %s (%s) read by read_committed at %v", rec.Value, x.name(), x.Err, ats))
 			case x.Outcome == txnCommitted && len(ats) == 0:
-				bad = append(bad, fmt.Sprintf("%s of committed transaction %s lost: not read by read_committed", rec.Value, x.name()))
+				add("committed record lost", fmt.Sprintf("%s of committed transaction %s lost: not read by read_committed", rec.Value, x.name()))
 			}
 		}
 		if visible != 0 && visible != len(x.Records) {
-			bad = append(bad, fmt.Sprintf("transaction %s (%s %s) not atomic: %d of its %d records read by read_committed", x.name(), x.Outcome, x.Err, visible, len(x.Records)))
+			add("not atomic", fmt.Sprintf("transaction %s (%s %s) not atomic: %d of its %d records read by read_committed", x.name(), x.Outcome, x.Err, visible, len(x.Records)))
 		}
 		if x.Outcome == txnUnknown && visible > 0 {
 			unknownVisible++
@@ -508,7 +516,7 @@ func chaosCheck(t *testing.T, r *faultRig, adm *kadm.Client, seeds []string, txn
 		}
 		k := key{c.Partition, prod}
 		if l, ok := last[k]; ok && (n < l[0] || n == l[0] && i <= l[1]) {
-			bad = append(bad, fmt.Sprintf("partition %d: %s at offset %d after %s", c.Partition, c.Value, c.Offset, lastVal[k]))
+			add("out of order", fmt.Sprintf("partition %d: %s at offset %d after %s", c.Partition, c.Value, c.Offset, lastVal[k]))
 		}
 		last[k], lastVal[k] = [2]int{n, i}, c.Value
 	}
@@ -519,13 +527,19 @@ func chaosCheck(t *testing.T, r *faultRig, adm *kadm.Client, seeds []string, txn
 	}
 	summary := fmt.Sprintf("%d transactions: %d committed, %d aborted, %d unknown (%d of them visible); %s; read_committed read %d records, read_uncommitted %d",
 		len(txns), counts[txnCommitted], counts[txnAborted], counts[txnUnknown], unknownVisible, strings.Join(per, ", "), len(committed), len(uncommitted))
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		n := len(bad)
-		if n > 15 {
-			bad = append(bad[:15], fmt.Sprintf("... and %d more", n-15))
+	if len(kinds) > 0 {
+		var b strings.Builder
+		for _, k := range kinds {
+			fmt.Fprintf(&b, "%s: %d\n", k, len(bad[k]))
+			for i, msg := range bad[k] {
+				if i == 5 {
+					fmt.Fprintf(&b, "  ... and %d more\n", len(bad[k])-5)
+					break
+				}
+				fmt.Fprintf(&b, "  %s\n", msg)
+			}
 		}
-		fail("%d violations (transactions and reads in %s):\n%s\n%s", n, filepath.Join(dir, "txns.txt"), strings.Join(bad, "\n"), summary)
+		fail("violations (every transaction and read in %s):\n%s%s", filepath.Join(dir, "txns.txt"), b.String(), summary)
 	}
 	t.Logf("checked %s; faults:\n%s", summary, r.h.Schedule())
 }
