@@ -96,6 +96,9 @@ func txnOffsetCommit(t *testing.T, cl *kgo.Client, id, group string, pid int64, 
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = id, group, pid, epoch
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
 	rt.Topic = topic
+	td, err := kadm.NewClient(cl).ListTopics(ctxT(t, 10*time.Second), topic)
+	must(t, "ListTopics", err)
+	rt.TopicID = td[topic].ID // v6+ names topics by id
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	rp.Partition, rp.Offset = 0, offset
 	rt.Partitions = append(rt.Partitions, rp)
@@ -154,7 +157,21 @@ func TestTxnPartitionVerification(t *testing.T) {
 	if r := txnProduce(t, clV2, "tx-v", "out", pid, epoch, 1, "v2"); r.ErrorCode != 0 {
 		t.Fatalf("V2 batch: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	must(t, "TxnOffsetCommit v5", txnOffsetCommit(t, clV2, "tx-v", "g-v", pid, epoch, "out", 2))
+	must(t, "TxnOffsetCommit v6", txnOffsetCommit(t, clV2, "tx-v", "g-v", pid, epoch, "out", 2))
+	// v6 names topics by id: an unknown id is UNKNOWN_TOPIC_ID.
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx-v", "g-v", pid, epoch
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.TopicID = [16]byte{9, 9, 9}
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), clV2)
+	must(t, "TxnOffsetCommit", err)
+	if resp.Version < 6 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("TxnOffsetCommit v%d with an unknown topic id: %v, want v6 UNKNOWN_TOPIC_ID",
+			resp.Version, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
 	d := describeTxn(t, adm, "tx-v")
 	if d.State != "Ongoing" {
 		t.Fatalf("after a V2 produce the transaction is %s, want Ongoing", d.State)
@@ -163,7 +180,7 @@ func TestTxnPartitionVerification(t *testing.T) {
 		t.Fatalf("V2 produce did not enlist out-0: %v", d.Topics)
 	}
 	if ps := d.Topics["__consumer_offsets"]; len(ps) != 1 {
-		t.Fatalf("TxnOffsetCommit v5 did not enlist the group's partition: %v", d.Topics)
+		t.Fatalf("TxnOffsetCommit v6 did not enlist the group's partition: %v", d.Topics)
 	}
 }
 

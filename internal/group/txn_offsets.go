@@ -102,7 +102,16 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, respond 
 	var items []commitItem
 	for ti, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name := t.Topic
+		var topicCode int16
+		if req.Version >= 6 { // topics by id
+			if n, ok := c.topics.TopicName(t.TopicID); ok {
+				name = n
+			} else {
+				topicCode = kerr.UnknownTopicID.Code
+			}
+		}
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -111,7 +120,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, respond 
 				meta = *p.Metadata
 			}
 			switch {
-			case !c.topics.PartitionExists(t.Topic, p.Partition):
+			case topicCode != 0:
+				rp.ErrorCode = topicCode
+			case !c.topics.PartitionExists(name, p.Partition):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case len(meta) > c.cfg.MaxMetadataBytes:
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
@@ -120,7 +131,7 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, respond 
 				if req.Version < 2 {
 					o.leaderEpoch = -1
 				}
-				items = append(items, commitItem{ti: ti, pi: pi, tp: topicPartition{t.Topic, p.Partition}, o: o})
+				items = append(items, commitItem{ti: ti, pi: pi, tp: topicPartition{name, p.Partition}, o: o})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

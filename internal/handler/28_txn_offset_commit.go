@@ -1,6 +1,6 @@
 package handler
 
-// TxnOffsetCommit, versions 0-5: a transactional producer commits a
+// TxnOffsetCommit, versions 0-6: a transactional producer commits a
 // consumer group's offsets inside its transaction, at the group's
 // coordinator (NOT_COORDINATOR elsewhere), with KIP-447's checks of the
 // member id and generation (v3+; UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
@@ -14,8 +14,8 @@ package handler
 // is set) or to add it (v5+, Transactions V2, sent without
 // AddOffsetsToTxn): not in the transaction is TRANSACTION_ABORTABLE
 // (INVALID_TXN_STATE before v4), a fenced producer INVALID_PRODUCER_EPOCH,
-// a coordinator that cannot answer COORDINATOR_LOAD_IN_PROGRESS. Not
-// served: v6 (topic ids).
+// a coordinator that cannot answer COORDINATOR_LOAD_IN_PROGRESS. v6 names
+// topics by id (UNKNOWN_TOPIC_ID for an id the cluster does not know).
 
 import (
 	"context"
@@ -29,11 +29,11 @@ import (
 	"github.com/berthmq/berth/internal/txn"
 )
 
-func init() { register(28, 0, 5, (*Broker).txnOffsetCommit) }
+func init() { register(28, 0, 6, (*Broker).txnOffsetCommit) }
 
 func (b *Broker) txnOffsetCommit(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
-	add := r.Version >= 5
+	add := r.Version >= 5 // v5+ is Transactions V2
 	if owns, loading := b.Groups.Owns(r.Group); owns && !loading && r.TransactionalID != "" && (add || b.verifyEnabled()) {
 		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: group.PartitionFor(r.Group, b.offsetsPartitions())}
 		if err := b.txnEnsure(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]; err != nil {
@@ -50,7 +50,7 @@ func txnOffsetCommitError(r *kmsg.TxnOffsetCommitRequest, err *kerr.Error) *kmsg
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, t := range r.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, err.Code
