@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
 )
 
 // cleanRecord locates one record in a batch's (decompressed) record bytes.
@@ -70,11 +71,40 @@ func walkRecords(p []byte, count int32, lastDelta int32, out []cleanRecord) ([]c
 	return out, nil
 }
 
+// abortedSet tells aborted transactional batches from committed ones: the
+// aborted transactions of the cleaned section, per producer, in marker
+// order (from the transaction indexes). Every transactional batch the
+// cleaner reads lies below the last stable offset, so its transaction has
+// ended: a batch of producer P at offset o was aborted iff an entry of P
+// has FirstOffset <= o < LastOffset (the ABORT marker), and committed
+// otherwise. A producer's transactions never overlap.
+type abortedSet map[int64][]AbortedTxn
+
+func newAbortedSet(ts []AbortedTxn) abortedSet {
+	if len(ts) == 0 {
+		return nil
+	}
+	a := abortedSet{}
+	for _, t := range ts {
+		a[t.ProducerID] = append(a[t.ProducerID], t)
+	}
+	return a
+}
+
+// aborted reports whether the transactional batch of producerID at offset
+// off was aborted.
+func (a abortedSet) aborted(producerID, off int64) bool {
+	ts := a[producerID]
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].LastOffset > off })
+	return i < len(ts) && ts[i].FirstOffset <= off
+}
+
 // batchFilter rewrites batches for the cleaning pass: it drops records the
-// offset map holds a later offset for and tombstones past their delete
-// horizon. One per Compact call.
+// offset map holds a later offset for, tombstones past their delete
+// horizon and aborted transactional batches. One per Compact call.
 type batchFilter struct {
 	m         *offsetMap // nil: nothing superseded (a tombstones-only pass)
+	aborted   abortedSet
 	rounds    []cleanRound
 	now       int64
 	end       int64 // offsets below were mapped by this round
@@ -96,11 +126,24 @@ type batchFilter struct {
 // records left as an empty batch: the cleaner does so for the last batch
 // of every output segment, so the segment keeps its offset range.
 //
-// Control batches and transactional batches pass untouched, as do batches
-// whose records do not parse or use an unknown codec.
+// An aborted transactional batch goes whole (read_committed never showed
+// it); a committed one is compacted like any other, keeping its header.
+// Control batches pass untouched, as do batches whose records do not parse
+// or use an unknown codec.
 func (f *batchFilter) filter(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
-	if h.IsControl() || h.IsTransactional() {
+	if h.IsControl() {
 		return b, nil
+	}
+	if h.IsTransactional() && f.aborted.aborted(h.ProducerID, h.BaseOffset) {
+		switch {
+		case h.RecordCount == 0 && keepEmpty:
+			return b, nil
+		case keepEmpty:
+			f.removed += int64(h.RecordCount)
+			return f.emptyBatch(b), nil
+		}
+		f.removed += int64(max(h.RecordCount, 0))
+		return nil, nil
 	}
 	codec := h.Compression()
 	raw := b[BatchHeaderSize:]
@@ -209,13 +252,13 @@ func (f *batchFilter) emptyBatch(b []byte) []byte {
 }
 
 // mapBatch adds the keys of batch b (header h) at or after from to m. It
-// reports false, adding nothing, when they might not fit. Control,
-// transactional and unparsable batches add nothing: their records never
-// supersede others, since a transaction may have been aborted (the log does
-// not know) and the cleaner leaves those batches alone.
+// reports false, adding nothing, when they might not fit. Control batches,
+// aborted transactional batches and unparsable batches add nothing: their
+// records never supersede others. A committed transactional batch maps
+// like any other.
 func (f *batchFilter) mapBatch(m *offsetMap, h BatchHeader, b []byte, from int64, hashes []keyHash, offs []int64) (bool, []keyHash, []int64) {
 	hashes, offs = hashes[:0], offs[:0]
-	if h.IsControl() || h.IsTransactional() {
+	if h.IsControl() || h.IsTransactional() && f.aborted.aborted(h.ProducerID, h.BaseOffset) {
 		return true, hashes, offs
 	}
 	raw := b[BatchHeaderSize:]

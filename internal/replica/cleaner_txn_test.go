@@ -1,0 +1,135 @@
+package replica
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/batch"
+	blog "github.com/berthmq/berth/internal/log"
+)
+
+// keyedTxnBatch is a transactional batch of producer pid whose records
+// are the key/value pairs kvs, padded to fill segments.
+func keyedTxnBatch(pid int64, seq int32, kvs ...string) []byte {
+	var recs []byte
+	for i := 0; i < len(kvs); i += 2 {
+		r := kmsg.Record{OffsetDelta: int32(i / 2), Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}
+		r.Headers = []kmsg.Header{{Key: "pad", Value: make([]byte, 60)}}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		recs = r.AppendTo(recs)
+	}
+	now := time.Now().UnixMilli()
+	n := int32(len(kvs) / 2)
+	b := kmsg.RecordBatch{
+		Magic: 2, Attributes: int16(batch.AttrTransactional), LastOffsetDelta: n - 1, FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: pid, FirstSequence: seq, NumRecords: n, Records: recs,
+	}
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// compactPartition runs one clean of p's log as the cleaner would: below
+// the last stable offset.
+func compactPartition(t *testing.T, p *Partition) blog.CompactStats {
+	t.Helper()
+	cc := blog.DefaultCompactConfig()
+	cc.MaxOffset = p.LastStableOffset()
+	st, err := p.Log().Compact(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A compacted topic written transactionally: the cleaner keeps the latest
+// committed value of each key, drops the aborted batches (an aborted value
+// never supersedes a committed one), and read_committed readers see what
+// they saw before, less the superseded values; after a restart, with or
+// without the producer snapshot, no transaction is left open.
+func TestCompactTransactionalTopic(t *testing.T) {
+	dir := t.TempDir()
+	p, stop := openPartitionWith(t, dir, true, smallSegments())
+	appendDurable(t, p, keyedTxnBatch(1, 0, "k", "k1", "j", "j1"))
+	markerDurable(t, p, 1, 0, batch.ControlCommit)
+	appendDurable(t, p, keyedTxnBatch(2, 0, "k", "k2-aborted", "j", "j2-aborted"))
+	markerDurable(t, p, 2, 0, batch.ControlAbort)
+	appendDurable(t, p, keyedTxnBatch(1, 2, "k", "k3"))
+	appendDurable(t, p, keyedTxnBatch(2, 2, "j", "j4-aborted")) // interleaved with producer 1's
+	markerDurable(t, p, 1, 0, batch.ControlCommit)
+	markerDurable(t, p, 2, 0, batch.ControlAbort)
+	for i := range 4 { // fill segments so the above is cleanable
+		appendDurable(t, p, keyedTxnBatch(3, int32(i), "pad", "p"))
+		markerDurable(t, p, 3, 0, batch.ControlCommit)
+	}
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
+		t.Fatalf("LSO %d HW %d", lso, hw)
+	}
+	before := readCommittedFetches(t, p, 1<<20)
+	if want := []string{"k1", "j1", "k3", "p", "p", "p", "p"}; !slices.Equal(before, want) {
+		t.Fatalf("read_committed before: %q, want %q", before, want)
+	}
+	aborted := p.AbortedTransactions(0)
+	if len(aborted) != 2 {
+		t.Fatalf("aborted %+v", aborted)
+	}
+	st := compactPartition(t, p)
+	if st.SegmentsCleaned == 0 || st.RecordsRemoved < 4 {
+		t.Fatalf("%+v", st)
+	}
+	// k1 superseded by k3; the aborted values gone; the last "pad" may be
+	// in the active segment.
+	check := func(how string) {
+		t.Helper()
+		got := readCommittedFetches(t, p, 1<<20)
+		if !slices.Equal(got, []string{"j1", "k3", "p"}) && !slices.Equal(got, []string{"j1", "k3", "p", "p"}) {
+			t.Fatalf("%s: read_committed sees %q", how, got)
+		}
+		for _, maxBytes := range []int32{1, 1000} {
+			if byFetch := readCommittedFetches(t, p, maxBytes); !slices.Equal(byFetch, got) {
+				t.Fatalf("%s: read_committed by fetches of %d bytes sees %q, want %q", how, maxBytes, byFetch, got)
+			}
+		}
+		for off := int64(0); off < p.HighWatermark(); {
+			data, err := p.Read(off, 1, true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, h, err := batch.Records(data.Records, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			if h.ProducerID == 2 && !h.Control() && len(recs) > 0 {
+				t.Fatalf("%s: aborted batch at %d still holds records", how, h.BaseOffset)
+			}
+		}
+		if got := p.AbortedTransactions(0); !slices.Equal(got, aborted) {
+			t.Fatalf("%s: aborted %+v, want %+v", how, got, aborted)
+		}
+		if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
+			t.Fatalf("%s: LSO %d HW %d: a transaction is open", how, lso, hw)
+		}
+	}
+	check("compacted")
+	stop()
+	p, stop = openPartitionWith(t, dir, true, smallSegments())
+	check("restarted")
+	stop()
+	if err := os.Remove(filepath.Join(dir, "t-0", "producer-state.snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = openPartitionWith(t, dir, true, smallSegments())
+	check("rebuilt from the log")
+	// Producer 1 goes on where it was: its sequence survived the clean.
+	appendDurable(t, p, keyedTxnBatch(1, 3, "k", "k5"))
+	markerDurable(t, p, 1, 0, batch.ControlCommit)
+}
