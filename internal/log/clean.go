@@ -18,7 +18,9 @@ package log
 //     segment.bytes, one group at a time. A record goes if the map holds a
 //     later offset for its key, or if it is a tombstone past its delete
 //     horizon, and so does every record of an aborted transaction (see
-//     abortedSet). Each group is written as <base>.log.cleaned (and indexes),
+//     abortedSet), and a transaction marker once its transaction has no
+//     batch left and its delete horizon has passed (batchFilter.marker).
+//     Each group is written as <base>.log.cleaned (and indexes),
 //     fsynced, and swapped in under Log.mu through <base>.*.swap files (see
 //     clean_swap.go and docs/format/log.md).
 //  3. Checkpoint: append the round to cleaner-offset-checkpoint.
@@ -127,6 +129,7 @@ type CompactStats struct {
 	BytesAfter        int64 // the size of what replaced them
 	RecordsRemoved    int64 // records dropped, tombstones included
 	TombstonesRemoved int64 // tombstones dropped because their delete horizon passed
+	MarkersRemoved    int64 // transaction markers dropped (not counted in RecordsRemoved)
 	Skipped           string
 }
 
@@ -288,7 +291,8 @@ func (l *Log) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, err
 	defer putCleanCodecs(codecs)
 	c := &cleaner{
 		l: l, snap: snap, th: newThrottle(cfg.IORateBytesPerSec),
-		f: batchFilter{rounds: snap.rounds, now: now, horizon: satAdd(now, cfg.DeleteRetentionMs), codecs: codecs},
+		f: batchFilter{rounds: snap.rounds, now: now, horizon: satAdd(now, cfg.DeleteRetentionMs), codecs: codecs,
+			snapOff: l.prodSnap.Load()},
 	}
 	// Every batch the round reads lies below the end of the dirty section
 	// (or below the first dirty offset: cleaned by earlier rounds, under
@@ -342,7 +346,7 @@ func (l *Log) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, err
 	l.logger.Info("log: compacted", "dir", l.dir, "first_dirty_offset", snap.firstDirty, "end_offset", end,
 		"segments", st.SegmentsCleaned, "bytes_before", st.BytesBefore, "bytes_after", st.BytesAfter,
 		"records_removed", st.RecordsRemoved, "tombstones_removed", st.TombstonesRemoved,
-		"throttled", c.th.slept, "took", time.Since(started))
+		"markers_removed", st.MarkersRemoved, "throttled", c.th.slept, "took", time.Since(started))
 	return st, nil
 }
 

@@ -38,10 +38,11 @@ func keyedTxnBatch(pid int64, seq int32, kvs ...string) []byte {
 }
 
 // compactPartition runs one clean of p's log as the cleaner would: below
-// the last stable offset.
+// the last stable offset; delete.retention.ms is 0.
 func compactPartition(t *testing.T, p *Partition) blog.CompactStats {
 	t.Helper()
 	cc := blog.DefaultCompactConfig()
+	cc.DeleteRetentionMs = 0
 	cc.MaxOffset = p.LastStableOffset()
 	st, err := p.Log().Compact(t.Context(), cc)
 	if err != nil {
@@ -112,7 +113,7 @@ func TestCompactTransactionalTopic(t *testing.T) {
 				t.Fatalf("%s: aborted batch at %d still holds records", how, h.BaseOffset)
 			}
 		}
-		if got := p.AbortedTransactions(0); !slices.Equal(got, aborted) {
+		if got := p.AbortedTransactions(0); len(got) != len(aborted) || !slices.Equal(got, aborted) {
 			t.Fatalf("%s: aborted %+v, want %+v", how, got, aborted)
 		}
 		if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
@@ -120,6 +121,30 @@ func TestCompactTransactionalTopic(t *testing.T) {
 		}
 	}
 	check("compacted")
+
+	// Markers go once their transaction's batches are gone (removed by
+	// an earlier round) and the delete horizon (0 here) has passed, below
+	// the producer snapshot.
+	p.snapshotProducers(true)
+	var markers int64
+	for range 3 {
+		markers += compactPartition(t, p).MarkersRemoved
+	}
+	if markers < 2 {
+		t.Fatalf("%d markers removed", markers)
+	}
+	// An ABORT marker that ends a cleaned group stays (with its entry).
+	left := p.AbortedTransactions(0)
+	if len(left) >= len(aborted) {
+		t.Fatalf("aborted %+v: no ABORT marker removed", left)
+	}
+	for _, a := range left {
+		if h := markerAt(t, p, a.LastOffset); !h.Control() || h.ProducerID != a.ProducerID {
+			t.Fatalf("entry %+v without its marker", a)
+		}
+	}
+	aborted = left
+	check("markers removed")
 	stop()
 	p, stop = openPartitionWith(t, dir, true, smallSegments())
 	check("restarted")
@@ -132,4 +157,18 @@ func TestCompactTransactionalTopic(t *testing.T) {
 	// Producer 1 goes on where it was: its sequence survived the clean.
 	appendDurable(t, p, keyedTxnBatch(1, 3, "k", "k5"))
 	markerDurable(t, p, 1, 0, batch.ControlCommit)
+}
+
+// markerAt returns the header of the batch at off.
+func markerAt(t *testing.T, p *Partition, off int64) batch.Header {
+	t.Helper()
+	data, err := p.Read(off, 1, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := batch.ParseHeader(data.Records)
+	if err != nil || h.BaseOffset != off {
+		t.Fatalf("batch at %d: %+v %v", off, h, err)
+	}
+	return h
 }
