@@ -172,3 +172,63 @@ func markerAt(t *testing.T, p *Partition, off int64) batch.Header {
 	}
 	return h
 }
+
+// A marker at or past the producer snapshot's offset stays, whatever its
+// horizon: a restart from a snapshot taken while its transaction was open
+// (here, after a crash that lost the later snapshots) must meet it, or the
+// transaction would stay open for ever. Once a later snapshot covers it,
+// it goes.
+func TestCompactKeepsMarkerPastProducerSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "t-0", "producer-state.snapshot")
+	p, stop := openPartitionWith(t, dir, true, smallSegments())
+	appendDurable(t, p, keyedTxnBatch(1, 0, "a", "1")) // 0, open
+	p.snapshotProducers(true)                          // at 1: producer 1's transaction open from 0
+	old, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := markerDurable(t, p, 1, 0, batch.ControlCommit) // 1
+	appendDurable(t, p, keyedTxnBatch(2, 0, "a", "2"))  // supersedes a=1
+	markerDurable(t, p, 2, 0, batch.ControlCommit)
+	for i := range 6 {
+		appendDurable(t, p, keyedTxnBatch(3, int32(i), "pad", "p"))
+		markerDurable(t, p, 3, 0, batch.ControlCommit)
+	}
+	for range 3 {
+		compactPartition(t, p)
+	}
+	if data, err := p.Read(0, 1, true, nil); err != nil || batch.DecodeHeader(data.Records).BaseOffset == 0 {
+		t.Fatalf("a=1 not removed: %v", err)
+	}
+	if h := markerAt(t, p, m); !h.Control() || h.ProducerID != 1 {
+		t.Fatalf("the COMMIT at %d, past the snapshot, was removed", m)
+	}
+	stop()
+	if err := os.WriteFile(snap, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, stop = openPartitionWith(t, dir, true, smallSegments())
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
+		t.Fatalf("from the old snapshot: LSO %d HW %d", lso, hw)
+	}
+	for i := range 4 { // new dirty data asks for a round
+		appendDurable(t, p, keyedTxnBatch(3, int32(6+i), "pad", "p"))
+		markerDurable(t, p, 3, 0, batch.ControlCommit)
+	}
+	p.snapshotProducers(true)
+	for range 3 {
+		compactPartition(t, p)
+	}
+	if data, err := p.Read(m, 1, true, nil); err != nil || batch.DecodeHeader(data.Records).BaseOffset == m {
+		t.Fatalf("the COMMIT at %d stays though the snapshot covers it", m)
+	}
+	stop()
+	p, _ = openPartitionWith(t, dir, true, smallSegments())
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
+		t.Fatalf("after removal: LSO %d HW %d", lso, hw)
+	}
+	if got := readCommittedFetches(t, p, 1<<20); !slices.Equal(got, []string{"2", "p"}) && !slices.Equal(got, []string{"2", "p", "p"}) {
+		t.Fatalf("read_committed sees %q", got)
+	}
+}
