@@ -10,13 +10,17 @@ package log
 // CompactConfig.MaxOffset, whichever is lowest.
 //
 //  1. Map: read the dirty batches and record, for each key, the latest
-//     offset (offsetMap, bounded by MaxMemoryBytes). If the map fills, the
+//     offset (offsetMap, bounded by MaxMemoryBytes), skipping aborted
+//     transactional batches and control batches. If the map fills, the
 //     round ends at the last batch mapped whole; the rest stays dirty.
 //  2. Clean: rewrite every segment from the log start to the end of the
 //     mapped section, in groups whose sizes add up to at most
 //     segment.bytes, one group at a time. A record goes if the map holds a
 //     later offset for its key, or if it is a tombstone past its delete
-//     horizon. Each group is written as <base>.log.cleaned (and indexes),
+//     horizon, and so does every record of an aborted transaction (see
+//     abortedSet), and a transaction marker once its transaction has no
+//     batch left and its delete horizon has passed (batchFilter.marker).
+//     Each group is written as <base>.log.cleaned (and indexes),
 //     fsynced, and swapped in under Log.mu through <base>.*.swap files (see
 //     clean_swap.go and docs/format/log.md).
 //  3. Checkpoint: append the round to cleaner-offset-checkpoint.
@@ -125,6 +129,7 @@ type CompactStats struct {
 	BytesAfter        int64 // the size of what replaced them
 	RecordsRemoved    int64 // records dropped, tombstones included
 	TombstonesRemoved int64 // tombstones dropped because their delete horizon passed
+	MarkersRemoved    int64 // transaction markers dropped (not counted in RecordsRemoved)
 	Skipped           string
 }
 
@@ -286,8 +291,18 @@ func (l *Log) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, err
 	defer putCleanCodecs(codecs)
 	c := &cleaner{
 		l: l, snap: snap, th: newThrottle(cfg.IORateBytesPerSec),
-		f: batchFilter{rounds: snap.rounds, now: now, horizon: satAdd(now, cfg.DeleteRetentionMs), codecs: codecs},
+		f: batchFilter{rounds: snap.rounds, now: now, horizon: satAdd(now, cfg.DeleteRetentionMs), codecs: codecs,
+			snapOff: l.prodSnap.Load()},
 	}
+	// Every batch the round reads lies below the end of the dirty section
+	// (or below the first dirty offset: cleaned by earlier rounds, under
+	// the same bound), so below the last stable offset: its transaction,
+	// if any, has ended, and the transaction indexes say how.
+	aborted, err := l.AbortedTxns(snap.segs[0].base, max(snap.segs[p.stop].base, snap.firstDirty))
+	if err != nil {
+		return c.stopped(st, err)
+	}
+	c.f.aborted = newAbortedSet(aborted)
 	end := snap.firstDirty
 	if p.dirtyBytes > 0 {
 		m := newOffsetMap(cfg.memory(), snap.segs[p.stop].base-snap.firstDirty)
@@ -331,7 +346,7 @@ func (l *Log) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, err
 	l.logger.Info("log: compacted", "dir", l.dir, "first_dirty_offset", snap.firstDirty, "end_offset", end,
 		"segments", st.SegmentsCleaned, "bytes_before", st.BytesBefore, "bytes_after", st.BytesAfter,
 		"records_removed", st.RecordsRemoved, "tombstones_removed", st.TombstonesRemoved,
-		"throttled", c.th.slept, "took", time.Since(started))
+		"markers_removed", st.MarkersRemoved, "throttled", c.th.slept, "took", time.Since(started))
 	return st, nil
 }
 

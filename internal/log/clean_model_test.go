@@ -113,6 +113,13 @@ func checkModel(t *testing.T, when string, l *Log, all []got) {
 	if n := len(all); n > 0 && l.LogEndOffset() != all[n-1].off+1 {
 		t.Fatalf("%s: LEO %d, last record %d", when, l.LogEndOffset(), all[n-1].off)
 	}
+	checkModelRecords(t, when, logRecords(t, l), all)
+}
+
+// checkModelRecords checks the records read against those appended (all):
+// see TestCompactModel.
+func checkModelRecords(t *testing.T, when string, read, all []got) {
+	t.Helper()
 	byOff := make(map[int64]got, len(all))
 	lastOf := map[string]got{}
 	for _, r := range all {
@@ -123,7 +130,7 @@ func checkModel(t *testing.T, when string, l *Log, all []got) {
 	}
 	present := map[int64]bool{}
 	seen := map[string]got{}
-	for _, r := range logRecords(t, l) {
+	for _, r := range read {
 		if want, ok := byOff[r.off]; !ok || want != r {
 			t.Fatalf("%s: read %v, appended %v", when, r, want)
 		}

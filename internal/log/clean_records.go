@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
 )
 
 // cleanRecord locates one record in a batch's (decompressed) record bytes.
@@ -70,11 +71,43 @@ func walkRecords(p []byte, count int32, lastDelta int32, out []cleanRecord) ([]c
 	return out, nil
 }
 
+// abortedSet tells aborted transactional batches from committed ones: the
+// aborted transactions of the cleaned section, per producer, in marker
+// order (from the transaction indexes). Every transactional batch the
+// cleaner reads lies below the last stable offset, so its transaction has
+// ended: a batch of producer P at offset o was aborted iff an entry of P
+// has FirstOffset <= o < LastOffset (the ABORT marker), and committed
+// otherwise. A producer's transactions never overlap.
+type abortedSet map[int64][]AbortedTxn
+
+func newAbortedSet(ts []AbortedTxn) abortedSet {
+	if len(ts) == 0 {
+		return nil
+	}
+	a := abortedSet{}
+	for _, t := range ts {
+		a[t.ProducerID] = append(a[t.ProducerID], t)
+	}
+	return a
+}
+
+// aborted reports whether the transactional batch of producerID at offset
+// off was aborted.
+func (a abortedSet) aborted(producerID, off int64) bool {
+	ts := a[producerID]
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].LastOffset > off })
+	return i < len(ts) && ts[i].FirstOffset <= off
+}
+
 // batchFilter rewrites batches for the cleaning pass: it drops records the
-// offset map holds a later offset for and tombstones past their delete
-// horizon. One per Compact call.
+// offset map holds a later offset for, tombstones past their delete
+// horizon and aborted transactional batches. One per Compact call.
 type batchFilter struct {
 	m         *offsetMap // nil: nothing superseded (a tombstones-only pass)
+	aborted   abortedSet
+	txns      map[int64]txnSeen // per producer: its current transaction's batches read this round
+	snapOff   int64             // offset of the producer snapshot; markers at or past it stay
+	dropped   []AbortedTxn      // ABORT markers removed from the current group: their index entries go
 	rounds    []cleanRound
 	now       int64
 	end       int64 // offsets below were mapped by this round
@@ -85,9 +118,10 @@ type batchFilter struct {
 	out       []byte // the rewritten batch
 
 	removed, tombstones int64 // records dropped; of which tombstones past their horizon
+	markers             int64 // control batches dropped
 	nullKeys            int64 // records without a key, kept
 	malformed           int64 // batches kept whole because their records did not parse
-	due                 int64 // earliest horizon of a tombstone kept; 0 none
+	due                 int64 // earliest horizon of a tombstone or removable marker kept; 0 none
 }
 
 // filter returns what replaces batch b (header h) in the cleaned segment:
@@ -96,12 +130,124 @@ type batchFilter struct {
 // records left as an empty batch: the cleaner does so for the last batch
 // of every output segment, so the segment keeps its offset range.
 //
-// Control batches and transactional batches pass untouched, as do batches
-// whose records do not parse or use an unknown codec.
+// An aborted transactional batch goes whole (read_committed never showed
+// it); a committed one is compacted like any other, keeping its header.
+// A control batch stays untouched or goes whole (marker). Batches whose
+// records do not parse or use an unknown codec pass untouched.
 func (f *batchFilter) filter(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
-	if h.IsControl() || h.IsTransactional() {
-		return b, nil
+	if h.IsControl() {
+		return f.marker(h, b, keepEmpty), nil
 	}
+	if !h.IsTransactional() {
+		return f.records(h, b, keepEmpty)
+	}
+	// A transaction's batches keep its marker for one more round, so
+	// the marker goes only once they are gone from the log.
+	seen := f.txns[h.ProducerID]
+	seen.read = true
+	var nb []byte
+	var err error
+	if f.aborted.aborted(h.ProducerID, h.BaseOffset) {
+		switch {
+		case h.RecordCount == 0 && keepEmpty:
+			nb = b
+		case keepEmpty:
+			f.removed += int64(h.RecordCount)
+			nb = f.emptyBatch(b)
+		default:
+			f.removed += int64(max(h.RecordCount, 0))
+		}
+	} else if nb, err = f.records(h, b, keepEmpty); err != nil {
+		return nil, err
+	}
+	seen.kept = seen.kept || nb != nil
+	if f.txns == nil {
+		f.txns = map[int64]txnSeen{}
+	}
+	f.txns[h.ProducerID] = seen
+	return nb, nil
+}
+
+// txnSeen is what a round read of a producer's current transaction.
+type txnSeen struct {
+	read bool // one of its batches was read (as it was before the round)
+	kept bool // one of them stays (possibly empty)
+}
+
+// Control record types (the key's second int16).
+const (
+	markerAbort  = 0
+	markerCommit = 1
+)
+
+// marker decides the fate of a control batch, as Kafka's cleaner does: a
+// COMMIT or ABORT marker may go once none of its transaction's batches is
+// left in the log (this round read none: they went in an earlier round),
+// and only after its delete horizon, counted like a tombstone's from the
+// first round that mapped it. It also stays while it ends the group
+// (keepEmpty: the output must end where the group did) and while it lies
+// at or past the producer snapshot's offset: a restart replays the log
+// from that snapshot, which may hold the transaction open, so it must meet
+// the marker. A removed ABORT marker's transaction index entry goes with
+// it (f.dropped).
+func (f *batchFilter) marker(h BatchHeader, b []byte, keepEmpty bool) []byte {
+	seen := f.txns[h.ProducerID]
+	delete(f.txns, h.ProducerID)
+	typ, ok := f.markerType(h, b)
+	if !ok || keepEmpty {
+		return b
+	}
+	off := h.BaseOffset
+	horizon, passed := horizonAt(f.rounds, off)
+	if !passed {
+		if off >= f.end {
+			return b // not mapped yet: a later round sets its horizon
+		}
+		horizon = f.horizon
+	}
+	if seen.read {
+		if !seen.kept && (f.due == 0 || horizon < f.due) {
+			f.due = horizon // removable from the next round on
+		}
+		return b
+	}
+	if !passed || f.now < horizon || off >= f.snapOff {
+		// Due again at the horizon; the snapshot moves on within the
+		// owner's snapshot interval.
+		if f.due == 0 || horizon < f.due {
+			f.due = horizon
+		}
+		return b
+	}
+	if typ == markerAbort {
+		f.dropped = append(f.dropped, AbortedTxn{ProducerID: h.ProducerID, LastOffset: off})
+	}
+	f.markers++
+	return nil
+}
+
+// markerType returns the type of the control batch's one record: COMMIT
+// or ABORT; ok is false for anything else (kept as it is).
+func (f *batchFilter) markerType(h BatchHeader, b []byte) (int16, bool) {
+	if h.Compression() != 0 || h.RecordCount != 1 {
+		return 0, false
+	}
+	recs, err := walkRecords(b[BatchHeaderSize:], h.RecordCount, h.LastOffsetDelta, f.recs)
+	if err != nil {
+		return 0, false
+	}
+	f.recs = recs
+	if key := recs[0].key; len(key) >= 4 && binary.BigEndian.Uint16(key) == 0 {
+		switch typ := int16(binary.BigEndian.Uint16(key[2:])); typ {
+		case markerAbort, markerCommit:
+			return typ, true
+		}
+	}
+	return 0, false
+}
+
+// records filters the records of a data batch.
+func (f *batchFilter) records(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
 	codec := h.Compression()
 	raw := b[BatchHeaderSize:]
 	if codec != 0 {
@@ -209,13 +355,13 @@ func (f *batchFilter) emptyBatch(b []byte) []byte {
 }
 
 // mapBatch adds the keys of batch b (header h) at or after from to m. It
-// reports false, adding nothing, when they might not fit. Control,
-// transactional and unparsable batches add nothing: their records never
-// supersede others, since a transaction may have been aborted (the log does
-// not know) and the cleaner leaves those batches alone.
+// reports false, adding nothing, when they might not fit. Control batches,
+// aborted transactional batches and unparsable batches add nothing: their
+// records never supersede others. A committed transactional batch maps
+// like any other.
 func (f *batchFilter) mapBatch(m *offsetMap, h BatchHeader, b []byte, from int64, hashes []keyHash, offs []int64) (bool, []keyHash, []int64) {
 	hashes, offs = hashes[:0], offs[:0]
-	if h.IsControl() || h.IsTransactional() {
+	if h.IsControl() || h.IsTransactional() && f.aborted.aborted(h.ProducerID, h.BaseOffset) {
 		return true, hashes, offs
 	}
 	raw := b[BatchHeaderSize:]

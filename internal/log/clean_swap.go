@@ -21,8 +21,12 @@ import (
 //     replacing every segment whose base lies in [base, end of the swap's
 //     data). Open completes the swap (Kafka's rule).
 //
-// The output's transaction index is the group's entries, concatenated:
-// the cleaner keeps every control batch, so every marker stays.
+// The output's transaction index is the group's entries, concatenated,
+// less those of the ABORT markers the clean removed: an entry exists iff
+// its marker does. When none is left the output still gets an empty
+// .txnindex through the same steps, replacing the first segment's, and
+// the empty file is removed once the swap is complete (Open removes an
+// empty one too).
 //
 // Every rewritten group keeps its last batch (as an empty batch if none of
 // its records stay), so the .swap's data ends exactly where the group did
@@ -88,7 +92,8 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 		}
 	}()
 
-	removed, tombstones := c.f.removed, c.f.tombstones
+	removed, tombstones, markers := c.f.removed, c.f.tombstones, c.f.markers
+	c.f.dropped = c.f.dropped[:0]
 	w := segWriter{f: f, s: out, buf: c.wbuf[:0], th: c.th, ctx: ctx,
 		interval: int64(c.snap.cfg.IndexIntervalBytes), maxEntries: c.snap.cfg.maxIndexEntries()}
 	lastSeg := len(g) - 1
@@ -153,7 +158,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 	if err := writeFileSync(l.fs, cleaned.tidx, tidx); err != nil {
 		return false, err
 	}
-	txnCounts, err := l.carryTxnIndex(g, out, cleaned.txn)
+	txnCounts, hasTxn, err := l.carryTxnIndex(g, out, cleaned.txn, c.f.dropped)
 	if err != nil {
 		return false, err
 	}
@@ -161,7 +166,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 		crashed = errors.Is(err, errSimulatedCrash)
 		return false, err
 	}
-	swapped, err = l.swapIn(g, out, cleaned, swap, c.snap.gen, txnCounts)
+	swapped, err = l.swapIn(g, out, cleaned, swap, c.snap.gen, txnCounts, hasTxn)
 	if errors.Is(err, errSimulatedCrash) {
 		crashed = true
 		return false, err
@@ -174,6 +179,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 	st.BytesAfter += w.pos
 	st.RecordsRemoved += c.f.removed - removed
 	st.TombstonesRemoved += c.f.tombstones - tombstones
+	st.MarkersRemoved += c.f.markers - markers
 	return true, err
 }
 
@@ -193,7 +199,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 //
 // After the old files are deleted there is no way back: an error then
 // fails the log (reopening completes the swap).
-func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64, txnCounts []int) (bool, error) {
+func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64, txnCounts []int, hasTxn bool) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.writable() != nil || l.truncGen.Load() != gen {
@@ -209,7 +215,6 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 			return false, nil
 		}
 	}
-	hasTxn := out.txnCount() > 0
 	renames := [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}}
 	if hasTxn {
 		renames = append(renames, [2]string{cleaned.txn, swap.txn})
@@ -277,6 +282,14 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 		if ferr == nil {
 			if err := l.fs.Rename(swap.log, out.path); err != nil {
 				ferr = fmt.Errorf("log: compaction swap: %w", err)
+			}
+		}
+		if ferr == nil && hasTxn && out.txnCount() == 0 {
+			// Every entry went with its marker: the empty file only
+			// stood in for the old one until the .log took its name
+			// (Open removes it too).
+			if err := l.fs.Remove(out.txnPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("log: removing an empty transaction index", "dir", l.dir, "file", out.txnPath(), "err", err)
 			}
 		}
 	}
@@ -496,27 +509,44 @@ func (l *Log) swapEnd(name string, base int64) (end int64, corrupt bool, err err
 	}
 }
 
-// carryTxnIndex writes the transaction index entries of the group g to
-// name (fsynced) and opens it as out's, when there are any. It returns
-// each segment's entry count, which swapIn checks again under mu.
-func (l *Log) carryTxnIndex(g []*segment, out *segment, name string) ([]int, error) {
-	counts := make([]int, len(g))
+// carryTxnIndex writes the transaction index entries of the group g,
+// but those of the ABORT markers the clean removed (dropped), to name
+// (fsynced) and opens it as out's, when the group had any entry (hasTxn).
+// The file is written even when no entry is left, so that the swap
+// replaces the first segment's index. It returns each segment's entry
+// count, which swapIn checks again under mu.
+func (l *Log) carryTxnIndex(g []*segment, out *segment, name string, dropped []AbortedTxn) (counts []int, hasTxn bool, err error) {
+	counts = make([]int, len(g))
 	var all []byte
 	for i, s := range g {
 		b, n, err := s.txnBytes()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		all, counts[i] = append(all, b...), n
+		counts[i] = n
+		// Both in marker order.
+		for ; len(b) >= txnEntrySize; b = b[txnEntrySize:] {
+			t, _ := decodeTxnEntry(b)
+			for len(dropped) > 0 && dropped[0].LastOffset < t.LastOffset {
+				dropped = dropped[1:]
+			}
+			if len(dropped) > 0 && dropped[0].LastOffset == t.LastOffset && dropped[0].ProducerID == t.ProducerID {
+				continue
+			}
+			all = append(all, b[:txnEntrySize]...)
+		}
+		hasTxn = hasTxn || n > 0
 	}
-	if len(all) == 0 {
-		return counts, nil
+	if !hasTxn {
+		return counts, false, nil
 	}
 	if err := writeFileSync(l.fs, name, all); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if _, _, err := out.openTxn(l.fs, name, out.next.Load()); err != nil {
-		return nil, err
+	if len(all) > 0 {
+		if _, _, err := out.openTxn(l.fs, name, out.next.Load()); err != nil {
+			return nil, false, err
+		}
 	}
-	return counts, nil
+	return counts, true, nil
 }

@@ -3,12 +3,14 @@ package log
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -458,36 +460,161 @@ func TestCompactKeepsBatchHeaderFields(t *testing.T) {
 	}
 }
 
-// Transactional and control batches pass untouched, and transactional
-// records supersede nothing (the log cannot tell an aborted transaction).
-func TestCompactLeavesTransactionsAlone(t *testing.T) {
+// A committed transactional batch is compacted like any other, keeping
+// its producer fields and transactional bit; an aborted one goes whole and
+// supersedes nothing; control batches pass untouched.
+func TestCompactTransactions(t *testing.T) {
 	l := openT(t, t.TempDir(), compactTestConfig(), Options{})
-	appendT(t, l, keyedBatch(t, 0, kv("k", "1", 1)), 0)
-	txn := keyedBatch(t, 0, kv("k", "2", 2), kv("k", "3", 2))
-	txn[offAttributes+1] |= 0x10
-	fixCRC(txn)
-	appendT(t, l, txn, 0)
-	ctrl := keyedBatch(t, 0, krec{[]byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 0}, 3})
-	ctrl[offAttributes+1] |= 0x30
-	fixCRC(ctrl)
-	appendT(t, l, ctrl, 0)
+	appendT(t, l, keyedBatch(t, 0, kv("k", "1", 1)), 0)            // 0
+	committed := txnBatchT(t, 7, kv("k", "2", 2), kv("j", "a", 2)) // 1-2
+	appendT(t, l, committed, 0)
+	commit := appendMarkerT(t, l, 7, 1, nil)                                                                  // 3
+	appendT(t, l, txnBatchT(t, 8, kv("k", "3", 3), kv("j", "b", 3)), 0)                                       // 4-5
+	appendMarkerT(t, l, 8, 0, &AbortedTxn{ProducerID: 8, FirstOffset: 4, LastOffset: 6, LastStableOffset: 7}) // 6
 	rollT(t, l)
-	appendT(t, l, keyedBatch(t, 0, kv("z", "1", 1)), 0)
-	before := logRecords(t, l)
+	appendT(t, l, txnBatchT(t, 8, kv("k", "4", 4)), 0)                                                          // 7
+	appendMarkerT(t, l, 8, 1, nil)                                                                              // 8
+	appendT(t, l, txnBatchT(t, 7, kv("j", "c", 5), tomb("k", 5)), 0)                                            // 9-10
+	appendMarkerT(t, l, 7, 0, &AbortedTxn{ProducerID: 7, FirstOffset: 9, LastOffset: 11, LastStableOffset: 12}) // 11
+	rollT(t, l)
+	appendT(t, l, keyedBatch(t, 0, kv("z", "1", 6)), 0) // 12
+
+	visible := committedRecords(t, l)
+	sameRecords(t, "read_committed before", visible, []got{
+		{off: 0, key: "k", value: "1", ts: 1}, {off: 1, key: "k", value: "2", ts: 2}, {off: 2, key: "j", value: "a", ts: 2},
+		{off: 7, key: "k", value: "4", ts: 4}, {off: 12, key: "z", value: "1", ts: 6},
+	})
+	aborted := abortedT(t, l, 0, l.LogEndOffset())
 	st := compactT(t, l, DefaultCompactConfig())
-	if st.RecordsRemoved != 0 {
+	// k@0, k@1 superseded; the aborted records 4, 5, 9 and 10 gone.
+	if st.RecordsRemoved != 6 {
 		t.Fatalf("%+v", st)
 	}
-	sameRecords(t, "transactions", logRecords(t, l), before)
-	for i, want := range [][]byte{txn, ctrl} {
-		data, err := l.Read(int64(1+2*i), 1, 1<<62, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(data[offMagic:peekSize(data)], want[offMagic:]) {
-			t.Fatalf("batch %d changed", i)
+	want := latestOnly(visible, 12)
+	sameRecords(t, "read_committed after", committedRecords(t, l), want)
+	// The log holds nothing else but the markers.
+	var data, markers []int64
+	for _, h := range readAllBatches(t, l, 0) {
+		if h.IsControl() {
+			markers = append(markers, h.BaseOffset)
+		} else if h.RecordCount > 0 {
+			data = append(data, h.BaseOffset)
 		}
 	}
+	if !slices.Equal(markers, []int64{3, 6, 8, 11}) || !slices.Equal(data, []int64{1, 7, 12}) {
+		t.Fatalf("markers at %v, data batches at %v", markers, data)
+	}
+	if got := abortedT(t, l, 0, l.LogEndOffset()); !slices.Equal(got, aborted) {
+		t.Fatalf("aborted %+v, want %+v", got, aborted)
+	}
+	// The rewritten committed batch keeps its header but for the records.
+	b, err := l.Read(1, 1, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.IsTransactional() || h.ProducerID != 7 || h.ProducerEpoch != 0 || h.BaseSequence != 0 ||
+		h.LastOffsetDelta != 1 || h.RecordCount != 1 {
+		t.Fatalf("rewritten batch %+v", h)
+	}
+	if b, err := l.Read(commit, 1, 1<<62, true); err != nil || peekBase(b) != commit || !bytes.Contains(b, []byte{0, 0, 0, 1}) {
+		t.Fatalf("COMMIT marker: %v", err)
+	}
+	// A second round changes nothing.
+	if st := compactT(t, l, DefaultCompactConfig()); st.RecordsRemoved != 0 {
+		t.Fatalf("second round %+v", st)
+	}
+	sameRecords(t, "read_committed after a second round", committedRecords(t, l), want)
+}
+
+// An aborted batch that ends a group is kept as an empty batch, so the
+// cleaned segment keeps its offset range.
+func TestCompactAbortedLastBatchKeptEmpty(t *testing.T) {
+	l := openT(t, t.TempDir(), compactTestConfig(), Options{})
+	appendT(t, l, keyedBatch(t, 0, kv("k", "1", 1)), 0)                 // 0
+	appendT(t, l, txnBatchT(t, 5, kv("k", "2", 2), kv("j", "a", 2)), 0) // 1-2
+	rollT(t, l)
+	appendMarkerT(t, l, 5, 0, &AbortedTxn{ProducerID: 5, FirstOffset: 1, LastOffset: 3, LastStableOffset: 4}) // 3
+	rollT(t, l)
+	appendT(t, l, keyedBatch(t, 0, kv("z", "1", 4)), 0) // 4
+	// Each closed segment a group of its own.
+	l.SetConfig(func() Config { c := compactTestConfig(); c.SegmentBytes = l.Segments()[0].Size; return c }())
+	before := committedRecords(t, l)
+	st := compactT(t, l, DefaultCompactConfig())
+	if st.RecordsRemoved != 2 {
+		t.Fatalf("%+v", st)
+	}
+	sameRecords(t, "read_committed", committedRecords(t, l), before)
+	hs := readAllBatches(t, l, 0)
+	if len(hs) != 4 || hs[1].BaseOffset != 1 || hs[1].RecordCount != 0 || !hs[1].IsTransactional() ||
+		hs[1].ProducerID != 5 || hs[1].LastOffset() != 2 {
+		t.Fatalf("batches %+v", hs)
+	}
+	if segs := l.Segments(); len(segs) != 3 || segs[0].NextOffset != 3 || segs[1].BaseOffset != 3 {
+		t.Fatalf("segments %+v", segs)
+	}
+}
+
+// txnBatchT is a transactional batch of producer pid, epoch 0, sequence 0.
+func txnBatchT(t *testing.T, pid int64, recs ...krec) []byte {
+	t.Helper()
+	b := keyedBatch(t, 0, recs...)
+	b[offAttributes+1] |= 0x10
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], 0)
+	binary.BigEndian.PutUint32(b[offBaseSequence:], 0)
+	fixCRC(b)
+	return b
+}
+
+// appendMarkerT appends a control batch of producer pid: COMMIT (typ 1)
+// or ABORT (typ 0, with its transaction index entry a). It returns its
+// offset.
+func appendMarkerT(t *testing.T, l *Log, pid int64, typ byte, a *AbortedTxn) int64 {
+	t.Helper()
+	b := keyedBatch(t, 0, krec{[]byte{0, 0, 0, typ}, []byte{0, 0, 0, 0, 0, 0}, 1})
+	b[offAttributes+1] |= 0x30
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], 0)
+	fixCRC(b)
+	var es []AbortedTxn
+	if a != nil {
+		es = append(es, *a)
+	}
+	res, err := l.AppendTxn(b, 0, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != nil && a.LastOffset != res.FirstOffset {
+		t.Fatalf("ABORT marker at %d, entry says %d", res.FirstOffset, a.LastOffset)
+	}
+	return res.FirstOffset
+}
+
+// committedRecords is what a read_committed reader sees of the log: the
+// records of data batches outside the aborted transactions.
+func committedRecords(t *testing.T, l *Log) []got {
+	t.Helper()
+	aborted := abortedT(t, l, 0, l.LogEndOffset())
+	ctrl := map[int64]bool{}
+	for _, h := range readAllBatches(t, l, l.LogStartOffset()) {
+		in := slices.ContainsFunc(aborted, func(a AbortedTxn) bool {
+			return a.ProducerID == h.ProducerID && h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset
+		})
+		for o := h.BaseOffset; o <= h.LastOffset(); o++ {
+			ctrl[o] = h.IsControl() || h.IsTransactional() && in
+		}
+	}
+	var out []got
+	for _, r := range logRecords(t, l) {
+		if !ctrl[r.off] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func TestCompactNullKeysKept(t *testing.T) {

@@ -61,6 +61,7 @@ type Log struct {
 	truncGen atomic.Int64          // bumped by Truncate; readers and Sync check it
 	txnDirty atomic.Bool           // a transaction index was written since its last fsync
 	hasTxn   atomic.Bool           // a transaction index entry was ever loaded or written
+	prodSnap atomic.Int64          // offset of the producer snapshot last saved or loaded; -1 none
 
 	// Owned by mu:
 	cfg      Config

@@ -318,6 +318,7 @@ func (l *Log) dropStaleProducerSnapshot(leo int64) {
 	if off, _, err := decodeProducerSnapshot(b); err != nil || off > leo {
 		l.fs.Remove(l.path(producerSnapshotFile))
 		l.dirDirty = true
+		l.prodSnap.Store(-1)
 	}
 }
 
@@ -337,7 +338,11 @@ func (l *Log) SaveProducerSnapshot(offset int64, data []byte) error {
 		l.fail(err)
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	return writeFileAtomic(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data), true)
+	if err := writeFileAtomic(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data), true); err != nil {
+		return err
+	}
+	l.prodSnap.Store(offset)
+	return nil
 }
 
 // LoadProducerSnapshot returns the last saved snapshot; offset -1 and nil
@@ -360,6 +365,7 @@ func (l *Log) LoadProducerSnapshot() (offset int64, data []byte, err error) {
 	if err != nil {
 		return -1, nil, &CorruptionError{Segment: producerSnapshotFile, Err: err}
 	}
+	l.prodSnap.Store(off)
 	return off, data, nil
 }
 

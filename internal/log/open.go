@@ -23,6 +23,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, cfg: cfg}
+	l.prodSnap.Store(-1)
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create %s: %w", dir, err)
 	}

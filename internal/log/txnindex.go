@@ -16,7 +16,8 @@ import (
 // where a transaction began, so it hands the entries in (AppendTxn,
 // AppendAbortedTxns); the log stores them durably with the segment's data,
 // deletes them with the segment, cuts them on truncation, carries them
-// through compaction and answers AbortedTxns for read_committed fetches.
+// through compaction (but those of the ABORT markers compaction removes)
+// and answers AbortedTxns for read_committed fetches.
 //
 // Unlike the offset and time indexes it is not a cache: the log alone
 // cannot rebuild it (a marker does not say where its transaction began).

@@ -41,7 +41,7 @@ func (m *Manager) RunCleaner(ctx context.Context) {
 		if st.SegmentsCleaned > 0 {
 			m.log.Info("compacted", "topic", p.Topic, "partition", p.Index, "segments", st.SegmentsCleaned,
 				"bytes_before", st.BytesBefore, "bytes_after", st.BytesAfter, "records_removed", st.RecordsRemoved,
-				"tombstones_removed", st.TombstonesRemoved, "took", time.Since(start).Round(time.Millisecond))
+				"tombstones_removed", st.TombstonesRemoved, "markers_removed", st.MarkersRemoved, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 }
