@@ -25,6 +25,41 @@ type commitItem struct {
 	o      offset
 }
 
+// commitTopic is the name of a committed topic given by name, or by id
+// when byID (OffsetCommit v10+, TxnOffsetCommit v6+), with
+// UNKNOWN_TOPIC_ID for an id the cluster does not know.
+func (c *Coordinator) commitTopic(byID bool, name string, id [16]byte) (string, int16) {
+	if !byID {
+		return name, 0
+	}
+	if n, ok := c.topics.TopicName(id); ok {
+		return n, 0
+	}
+	return name, kerr.UnknownTopicID.Code
+}
+
+// commitCode is the error code of one partition's commit, 0 when it may
+// be committed: the topic's code, an unknown partition, metadata too
+// large.
+func (c *Coordinator) commitCode(topic string, topicCode int16, partition int32, meta string) int16 {
+	switch {
+	case topicCode != 0:
+		return topicCode
+	case !c.topics.PartitionExists(topic, partition):
+		return kerr.UnknownTopicOrPartition.Code
+	case len(meta) > c.cfg.MaxMetadataBytes:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // OffsetCommit serves an OffsetCommit request; respond is called once the
 // offsets are durable (or the write failed).
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, respond func(*kmsg.OffsetCommitResponse)) {
@@ -34,30 +69,12 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, respond func(*
 	for ti, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name := t.Topic
-		var topicCode int16
-		if req.Version >= 10 {
-			if n, ok := c.topics.TopicName(t.TopicID); ok {
-				name = n
-			} else {
-				topicCode = kerr.UnknownTopicID.Code
-			}
-		}
+		name, topicCode := c.commitTopic(req.Version >= 10, t.Topic, t.TopicID)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			var meta string
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case topicCode != 0:
-				rp.ErrorCode = topicCode
-			case !c.topics.PartitionExists(name, p.Partition):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case len(meta) > c.cfg.MaxMetadataBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
+			meta := derefString(p.Metadata)
+			if rp.ErrorCode = c.commitCode(name, topicCode, p.Partition, meta); rp.ErrorCode == 0 {
 				o := offset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitMillis: now.UnixMilli()}
 				if req.Version < 6 {
 					o.leaderEpoch = -1

@@ -103,30 +103,12 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, respond 
 	for ti, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name := t.Topic
-		var topicCode int16
-		if req.Version >= 6 { // topics by id
-			if n, ok := c.topics.TopicName(t.TopicID); ok {
-				name = n
-			} else {
-				topicCode = kerr.UnknownTopicID.Code
-			}
-		}
+		name, topicCode := c.commitTopic(req.Version >= 6, t.Topic, t.TopicID)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			var meta string
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case topicCode != 0:
-				rp.ErrorCode = topicCode
-			case !c.topics.PartitionExists(name, p.Partition):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case len(meta) > c.cfg.MaxMetadataBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
+			meta := derefString(p.Metadata)
+			if rp.ErrorCode = c.commitCode(name, topicCode, p.Partition, meta); rp.ErrorCode == 0 {
 				o := offset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitMillis: now.UnixMilli()}
 				if req.Version < 2 {
 					o.leaderEpoch = -1
