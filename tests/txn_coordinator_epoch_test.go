@@ -11,23 +11,6 @@ import (
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
-// writeMarkerFrom is writeMarker from a coordinator at coordinatorEpoch.
-func writeMarkerFrom(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
-	t.Helper()
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
-	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-	mt.Topic, mt.Partitions = topic, []int32{0}
-	m.Topics = append(m.Topics, mt)
-	req.Markers = append(req.Markers, m)
-	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Markers[0].Topics[0].Partitions[0].ErrorCode
-}
-
 // A marker from a coordinator older than the one that wrote the
 // producer's last marker (a zombie coordinator retrying the markers of a
 // transaction its successor already completed) is refused with

@@ -180,24 +180,6 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 	}
 }
 
-// markerFrom writes an ABORT marker for pid at a coordinator epoch to
-// topic-0, as a coordinator would, and returns the partition's error code.
-func markerFrom(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, coordinatorEpoch int32) int16 {
-	t.Helper()
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = pid, epoch, coordinatorEpoch
-	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-	mt.Topic, mt.Partitions = topic, []int32{0}
-	m.Topics = append(m.Topics, mt)
-	req.Markers = append(req.Markers, m)
-	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Markers[0].Topics[0].Partitions[0].ErrorCode
-}
-
 // A partition keeps the coordinator epoch of a producer's last marker and
 // refuses an older coordinator's marker with TRANSACTION_COORDINATOR_FENCED:
 // after a marker from coordinator epoch 7 (a newer coordinator than this
@@ -215,10 +197,10 @@ func TestTxnMarkerFromOlderCoordinatorFenced(t *testing.T) {
 	pid, epoch, err := initTxnPID(t, cl, "tx-cf", 60000, -1, -1)
 	must(t, "InitProducerId", err)
 
-	if ec := markerFrom(t, cl, "cf", pid, epoch, 7); ec != 0 { // 0
+	if ec := writeMarkerFrom(t, cl, "cf", pid, epoch, false, 7); ec != 0 { // 0
 		t.Fatalf("marker from coordinator epoch 7: %v", kerr.ErrorForCode(ec))
 	}
-	if ec := markerFrom(t, cl, "cf", pid, epoch, 6); ec != kerr.TransactionCoordinatorFenced.Code { // refused
+	if ec := writeMarkerFrom(t, cl, "cf", pid, epoch, false, 6); ec != kerr.TransactionCoordinatorFenced.Code { // refused
 		t.Fatalf("marker from coordinator epoch 6 after 7: %v, want TRANSACTION_COORDINATOR_FENCED", kerr.ErrorForCode(ec))
 	}
 	must(t, "AddPartitionsToTxn", addTxnPartition(t, cl, "tx-cf", pid, epoch, "cf"))

@@ -54,9 +54,15 @@ func produceTxn(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int
 // partition's error code.
 func writeMarker(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, commit bool) int16 {
 	t.Helper()
+	return writeMarkerFrom(t, cl, topic, pid, epoch, commit, 0)
+}
+
+// writeMarkerFrom is writeMarker from a coordinator at coordinatorEpoch.
+func writeMarkerFrom(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
+	t.Helper()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, commit
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{0}
 	m.Topics = append(m.Topics, mt)

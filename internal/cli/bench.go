@@ -337,10 +337,7 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 		return err
 	}
 
-	payload := make([]byte, o.recordSize)
-	for i := range payload {
-		payload[i] = byte('A' + rand.IntN(26)) // as kafka-producer-perf-test
-	}
+	payload := randomPayload(o.recordSize)
 
 	var st produceStats
 	promise := func(r *kgo.Record, err error) {
@@ -416,20 +413,13 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 
 func benchProduceResultOf(o *benchProduceOptions, st *produceStats, elapsed time.Duration) benchProduceResult {
 	secs := elapsed.Seconds()
-	ms := func(ns int64) float64 { return round3(float64(ns) / 1e6) }
 	res := benchProduceResult{
 		Topic:      o.topic,
 		Records:    st.acked,
 		Errors:     st.errors,
 		RecordSize: o.recordSize,
 		Elapsed:    round3(secs),
-		LatencyMs: latencySummary{
-			P50:  ms(st.hist.quantile(0.50)),
-			P99:  ms(st.hist.quantile(0.99)),
-			P999: ms(st.hist.quantile(0.999)),
-			Max:  ms(st.hist.quantile(1)),
-			Mean: ms(int64(st.hist.mean())),
-		},
+		LatencyMs:  summarize(&st.hist),
 	}
 	if st.firstErr != nil {
 		res.FirstError = st.firstErr.Error()
@@ -452,6 +442,16 @@ func printBenchProduce(w io.Writer, asJSON bool, r benchProduceResult) error {
 }
 
 func fmtMs(ms float64) string { return formatMillis(time.Duration(ms * float64(time.Millisecond))) }
+
+// randomPayload is n random capital letters, as kafka-producer-perf-test
+// sends.
+func randomPayload(n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte('A' + rand.IntN(26))
+	}
+	return p
+}
 
 // ensureTopic creates topic if it does not exist.
 func ensureTopic(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic string, partitions int32, rf int16, errOut io.Writer) error {

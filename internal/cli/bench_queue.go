@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -168,10 +167,7 @@ func runBenchQueue(cmd *cobra.Command, cf *clientFlags, o *benchQueueOptions) er
 	}
 
 	b := &queueBench{cf: cf, o: o, cl: cl, adm: adm, errOut: errOut, runID: strconv.FormatInt(time.Now().Unix()%1e6, 36)}
-	b.payload = make([]byte, o.size)
-	for i := range b.payload {
-		b.payload[i] = byte('A' + rand.IntN(26))
-	}
+	b.payload = randomPayload(o.size)
 	res := benchQueueResult{Partitions: o.partitions, JobSize: o.size, MaxRecords: o.maxRecords}
 	var runErr error
 	for _, w := range o.workers {

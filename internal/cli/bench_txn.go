@@ -144,10 +144,7 @@ func runBenchTxn(cmd *cobra.Command, cf *clientFlags, o *benchTxnOptions) error 
 	if err := ensureTopic(ctx, cf, kadm.NewClient(cl), o.topic, o.partitions, o.replication, errOut); err != nil {
 		return err
 	}
-	payload := make([]byte, o.recordSize)
-	for i := range payload {
-		payload[i] = byte('A' + rand.IntN(26))
-	}
+	payload := randomPayload(o.recordSize)
 
 	var (
 		mu                 sync.Mutex
@@ -237,14 +234,10 @@ func oneBenchTxn(ctx context.Context, cl *kgo.Client, n int, payload []byte, abo
 
 func benchTxnResultOf(o *benchTxnOptions, h *histogram, committed, aborted int64, elapsed time.Duration) benchTxnResult {
 	secs := elapsed.Seconds()
-	ms := func(ns int64) float64 { return round3(float64(ns) / 1e6) }
 	res := benchTxnResult{
 		Topic: o.topic, Protocol: o.protocol, RecordsPerTxn: o.recordsPerTxn, RecordSize: o.recordSize,
 		Committed: committed, Aborted: aborted, Records: committed * int64(o.recordsPerTxn), Elapsed: round3(secs),
-		LatencyMs: latencySummary{
-			P50: ms(h.quantile(0.50)), P99: ms(h.quantile(0.99)), P999: ms(h.quantile(0.999)),
-			Max: ms(h.quantile(1)), Mean: ms(int64(h.mean())),
-		},
+		LatencyMs: summarize(h),
 	}
 	if secs > 0 {
 		res.TxnsPerSec = round3(float64(committed+aborted) / secs)
