@@ -26,6 +26,9 @@ type rawShareMember struct {
 	id      string
 	epoch   int32 // next share session epoch
 	topicID [16]byte
+	// maxRecords, if set, is a strict record limit for each fetch
+	// (ShareAcquireMode record_limit); else 100 records, batch-wise.
+	maxRecords int32
 }
 
 func newRawShareMember(t *testing.T, ctx context.Context, addr, group, id, topic string, topicID [16]byte) *rawShareMember {
@@ -42,9 +45,12 @@ func newRawShareMember(t *testing.T, ctx context.Context, addr, group, id, topic
 func (m *rawShareMember) fetch(ctx context.Context, wait time.Duration) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
 	m.t.Helper()
 	req := kmsg.NewPtrShareFetchRequest()
-	req.Version = 1
+	req.Version = 2
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &m.group, &m.id, m.epoch
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = int32(wait.Milliseconds()), 1, 1<<20, 100, 100
+	if m.maxRecords > 0 {
+		req.MaxRecords, req.BatchSize, req.ShareAcquireMode = m.maxRecords, m.maxRecords, 1
+	}
 	t := kmsg.NewShareFetchRequestTopic()
 	t.TopicID = m.topicID
 	p := kmsg.NewShareFetchRequestTopicPartition()
@@ -71,7 +77,8 @@ func (m *rawShareMember) fetch(ctx context.Context, wait time.Duration) []kmsg.S
 	return out
 }
 
-// ack acknowledges offset with typ (1 accept, 4 renew) and returns the
+// ack acknowledges offset with typ (1 accept, 2 release, 3 reject, 4
+// renew) and returns the
 // partition's error.
 func (m *rawShareMember) ack(ctx context.Context, offset int64, typ int8) error {
 	m.t.Helper()
