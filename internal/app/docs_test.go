@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -247,4 +248,61 @@ func metricTable(doc, heading string) map[string][]string {
 		rows[name] = cells
 	}
 	return rows
+}
+
+// The log lines docs/operations.md quotes (its "Logs" table and every
+// msg="..." or msg=word) are logged by the code: each is the start of a
+// string literal in a non-test Go file under internal/.
+func TestOperationsDocQuotesRealLogLines(t *testing.T) {
+	b, err := os.ReadFile(opsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := os.ReadFile(path)
+		src.Write(f)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := src.String()
+
+	type quote struct {
+		line int
+		msg  string
+	}
+	var quotes []quote
+	msgRE := regexp.MustCompile(`msg=(?:"([^"]+)"|([a-z]+))`)
+	inLogs := false
+	for i, line := range strings.Split(string(b), "\n") {
+		for _, m := range msgRE.FindAllStringSubmatch(line, -1) {
+			quotes = append(quotes, quote{i + 1, m[1] + m[2]})
+		}
+		switch {
+		case line == "## Logs":
+			inLogs = true
+		case strings.HasPrefix(line, "## "):
+			inLogs = false
+		}
+		cells := strings.Split(line, "|")
+		if !inLogs || len(cells) < 4 || !strings.Contains(cells[2], "`") {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cells[2], -1) {
+			quotes = append(quotes, quote{i + 1, strings.TrimSpace(strings.TrimSuffix(m[1], "..."))})
+		}
+	}
+	if len(quotes) == 0 {
+		t.Fatalf("%s: no log lines found", opsDoc)
+	}
+	for _, q := range quotes {
+		if !strings.Contains(code, `"`+q.msg) {
+			t.Errorf("%s:%d: quotes the log line %q, which no code under internal/ logs; correct or remove it", opsDoc, q.line, q.msg)
+		}
+	}
 }
