@@ -2,6 +2,9 @@ package handler
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
@@ -285,6 +288,54 @@ func TestReadmeListsEveryServedAPI(t *testing.T) {
 		}
 		if name != "" && !isServed[k] && mentions(name) {
 			t.Errorf("%s: the status row \"Kafka protocol\" names %s (key %d), which Berth does not serve; remove it", readme, name, k)
+		}
+	}
+}
+
+// The notes of DescribeShareGroupOffsets (key 90) in docs/compatibility.md
+// list Berth's tagged fields: every ShareStatsTag* constant by number, and
+// no other number from 1000 to 1099.
+func TestCompatibilityDocListsShareStatsTags(t *testing.T) {
+	b, err := os.ReadFile(compatDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, ok := apiTable(string(b), "## APIs served")[90]
+	if !ok || len(row) < 5 {
+		t.Fatalf("%s: no row for key 90", compatDoc)
+	}
+	notes := row[4]
+	const src = "90_describe_share_group_offsets.go"
+	file, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]string{} // number -> constant
+	for _, d := range file.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "ShareStatsTag") {
+					tags[lit.Value] = name.Name
+				}
+			}
+		}
+	}
+	if len(tags) == 0 {
+		t.Fatalf("%s: no ShareStatsTag constants", src)
+	}
+	for num, name := range tags {
+		if !regexp.MustCompile(`\b` + num + ` [a-z]`).MatchString(notes) {
+			t.Errorf("%s: the notes of key 90 do not describe tag %s (%s); add \"%s <what it counts>\" to the list of Berth's tagged fields", compatDoc, num, name, num)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\b(10\d\d) [a-z]`).FindAllStringSubmatch(notes, -1) {
+		if _, ok := tags[m[1]]; !ok {
+			t.Errorf("%s: the notes of key 90 describe tag %s, which %s does not define; remove it", compatDoc, m[1], src)
 		}
 	}
 }
