@@ -305,4 +305,25 @@ func TestOperationsDocQuotesRealLogLines(t *testing.T) {
 			t.Errorf("%s:%d: quotes the log line %q, which no code under internal/ logs; correct or remove it", opsDoc, q.line, q.msg)
 		}
 	}
+
+	// The components named in log lines (logger.With("component", X)).
+	inCode := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"component", "([a-z]+)"`).FindAllStringSubmatch(code, -1) {
+		inCode[m[1]] = true
+	}
+	logs := string(b)[strings.Index(string(b), "\n## Logs\n"):]
+	inDoc := map[string]bool{}
+	for _, m := range regexp.MustCompile("`component=([a-z]+)`").FindAllStringSubmatch(logs, -1) {
+		inDoc[m[1]] = true
+	}
+	for c := range inCode {
+		if !inDoc[c] {
+			t.Errorf("%s: section \"Logs\" does not name `component=%s`, which log lines carry; add it", opsDoc, c)
+		}
+	}
+	for c := range inDoc {
+		if !inCode[c] {
+			t.Errorf("%s: section \"Logs\" names `component=%s`, which no log line carries; remove it", opsDoc, c)
+		}
+	}
 }
