@@ -25,7 +25,11 @@ import (
 //	berth topic create NAME [--partitions N] ...
 //	```
 //
-// Commands that only group others (berth topic) need none. Every command
+// Commands that only group others (berth topic) need none. Each flag of a
+// command must be mentioned (--name) in the section holding its synopsis,
+// from the heading above it to the next heading of its level; the broker
+// settings that are flags of berth serve are docs/configuration.md's
+// (internal/config checks those). Every command
 // named anywhere in the docs (README.md, docs/, the examples' READMEs) is
 // checked: in a code block, a line starting with "berth", "$ berth",
 // "./berth", "$ ./berth" or "go run ./cmd/berth" (with its continuation
@@ -81,18 +85,25 @@ func TestCLIDocListsEveryCommand(t *testing.T) {
 }
 
 // sectionAt returns the heading above line (1-based) and the text from it
-// to the next heading of the same or a higher level.
+// to the next heading of the same or a higher level. Lines in code blocks
+// are never headings.
 func sectionAt(lines []string, line int) (heading, text string) {
+	level := make([]int, len(lines)) // heading level of each line, 0 for none
+	inCode := false
+	for i, l := range lines {
+		if fenceRE.MatchString(l) {
+			inCode = !inCode
+		} else if !inCode && strings.HasPrefix(l, "#") {
+			level[i] = len(l) - len(strings.TrimLeft(l, "#"))
+		}
+	}
 	start := line - 1
-	for start > 0 && !strings.HasPrefix(lines[start], "#") {
+	for start > 0 && level[start] == 0 {
 		start--
 	}
-	level := len(lines[start]) - len(strings.TrimLeft(lines[start], "#"))
 	end := line
-	for ; end < len(lines); end++ {
-		if l := lines[end]; strings.HasPrefix(l, "#") && len(l)-len(strings.TrimLeft(l, "#")) <= level {
-			break
-		}
+	for end < len(lines) && (level[end] == 0 || level[end] > level[start]) {
+		end++
 	}
 	return lines[start], strings.Join(lines[start:end], "\n")
 }
@@ -129,7 +140,7 @@ func TestDocsNameOnlyExistingCommands(t *testing.T) {
 				continue
 			}
 			if _, err := resolve(newRoot(), m.words); err != nil {
-				t.Errorf("%s:%d: %q: %v", path, m.line, strings.Join(m.words, " "), err)
+				t.Errorf("%s:%d: `berth %s`: %v; correct or remove it", path, m.line, strings.Join(m.words, " "), err)
 			}
 		}
 	}
@@ -158,7 +169,7 @@ func TestSourcesNameOnlyExistingCommands(t *testing.T) {
 			for _, m := range inlineRE.FindAllStringSubmatch(line, -1) {
 				words := strings.Fields(m[1])[1:]
 				if _, err := resolve(newRoot(), words); err != nil {
-					t.Errorf("%s:%d: %q: %v", path, i+1, m[1], err)
+					t.Errorf("%s:%d: `%s`: %v; correct or remove it", path, i+1, m[1], err)
 				}
 			}
 		}
