@@ -34,8 +34,8 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 		t.Fatalf("reading %s: %v", configDoc, err)
 	}
 	doc := string(b)
-	broker := docTable(doc, "## Broker settings")
-	topic := docTable(doc, "## Topic settings")
+	broker := docTable(t, doc, "## Broker settings")
+	topic := docTable(t, doc, "## Topic settings")
 
 	for _, d := range BrokerDefs() {
 		want := []string{code(d.Name), docDefault(d.Default), yesNo(d.Dynamic), nameOrDash(d.Topic)}
@@ -45,24 +45,24 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
 		checkRow(t, "Topic settings", topic, d, want)
 	}
-	group := docTable(doc, "## Group configs")
+	group := docTable(t, doc, "## Group configs")
 	for _, d := range GroupDefs() {
 		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
 		checkRow(t, "Group configs", group, d, want)
 	}
 	for name := range group {
 		if _, ok := LookupGroup(name); !ok {
-			t.Errorf("%s: section \"Group configs\" documents %q, which is not a group config (config.GroupDefs)", configDoc, name)
+			t.Errorf("%s: section \"Group configs\" documents %q, which is not a group config (config.GroupDefs); remove its row", configDoc, name)
 		}
 	}
 	for name := range broker {
 		if _, ok := LookupBroker(name); !ok {
-			t.Errorf("%s: section \"Broker settings\" documents %q, which is not a broker setting (config.BrokerDefs)", configDoc, name)
+			t.Errorf("%s: section \"Broker settings\" documents %q, which is not a broker setting (config.BrokerDefs); remove its row", configDoc, name)
 		}
 	}
 	for name := range topic {
 		if _, ok := LookupTopic(name); !ok {
-			t.Errorf("%s: section \"Topic settings\" documents %q, which is not a topic setting (config.TopicDefs)", configDoc, name)
+			t.Errorf("%s: section \"Topic settings\" documents %q, which is not a topic setting (config.TopicDefs); remove its row", configDoc, name)
 		}
 	}
 	if !strings.Contains(doc, "BERTH_LOG_LEVEL") {
@@ -91,8 +91,10 @@ func checkRow(t *testing.T, section string, rows map[string][]string, d Def, wan
 }
 
 // docTable returns the table rows (by setting name, without backquotes)
-// between heading and the next "## " heading.
-func docTable(doc, heading string) map[string][]string {
+// between heading and the next "## " heading; a setting listed twice is an
+// error.
+func docTable(t *testing.T, doc, heading string) map[string][]string {
+	t.Helper()
 	rows := map[string][]string{}
 	in := false
 	for _, line := range strings.Split(doc, "\n") {
@@ -110,7 +112,11 @@ func docTable(doc, heading string) map[string][]string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		rows[strings.Trim(cells[0], "`")] = cells
+		name := strings.Trim(cells[0], "`")
+		if _, dup := rows[name]; dup {
+			t.Errorf("%s: section %q lists %s twice; remove one row", configDoc, strings.TrimPrefix(heading, "## "), name)
+		}
+		rows[name] = cells
 	}
 	return rows
 }

@@ -3,7 +3,8 @@ package handler
 // OffsetForLeaderEpoch, versions 0-4: the end offset of the largest leader
 // epoch at or below the one asked for, from the log's leader-epoch cache,
 // with current-epoch fencing (v2+). Consumers use it to detect log
-// truncation (KIP-320); followers will use it in the cluster issue.
+// truncation (KIP-320) and followers to truncate a divergent tail before
+// they fetch. Only the leader answers; the replica id is not looked at.
 
 import (
 	"context"
