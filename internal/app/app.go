@@ -142,7 +142,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		MinFreeBytes:   cfg.Int("log.dir.min.free.bytes"),
 		CleanerEnable:  cfg.Bool("log.cleaner.enable"),
 		CleanerBackoff: cfg.Duration("log.cleaner.backoff.ms"),
-		Resolve:        func(t map[string]string) replica.TopicConfig { return resolveTopic(cfg, n.ctrl.Image(), t) },
+		Resolve:        func(t *metadata.Topic) replica.TopicConfig { return resolveTopic(cfg, n.ctrl.Image(), t) },
 		Logger:         logger.With("component", "replica"),
 
 		AlterPartition:               n.alterPartition,
@@ -371,9 +371,11 @@ func (n *Node) Close() error {
 	return err
 }
 
-// resolveTopic computes a topic's effective settings.
-func resolveTopic(cfg *config.Config, im *metadata.Image, topic map[string]string) replica.TopicConfig {
-	get := func(name string) string { v, _ := cfg.ResolveTopic(name, topic, im.BrokerConfigs); return v }
+// resolveTopic computes a topic's effective settings (as DescribeConfigs
+// reports them: handler.topicConfigEntries).
+func resolveTopic(cfg *config.Config, im *metadata.Image, t *metadata.Topic) replica.TopicConfig {
+	cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: t.ReplicationFactor()}
+	get := func(name string) string { v, _ := cfg.ResolveTopic(name, t.Configs, im.BrokerConfigs, cl); return v }
 	num := func(name string) int64 { v, _ := strconv.ParseInt(get(name), 10, 64); return v }
 	lc := blog.DefaultConfig()
 	lc.SegmentBytes = num("segment.bytes")

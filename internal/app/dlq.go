@@ -114,9 +114,10 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 				errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable,
 				share.BrokerDLQAutoCreateTopicsEnable)
 		}
-		return w.create(ctx, im, dlqTopic)
+		return w.create(ctx, dlqTopic)
 	}
-	if v, _ := w.cfg.ResolveTopic(share.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs); v != "true" {
+	cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: t.ReplicationFactor()}
+	if v, _ := w.cfg.ResolveTopic(share.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs, cl); v != "true" {
 		return fmt.Errorf("%w: %q (of share group %q) does not have %s=true, so it may not take dead-letter records (KIP-1191); "+
 			"set it (berth topic alter %s --config %s=true) or name another topic",
 			errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable)
@@ -124,29 +125,25 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 	return nil
 }
 
-// create makes a missing dead-letter topic: one partition, replication
-// factor min(3, live brokers), errors.deadletterqueue.group.enable=true.
-func (w *dlqWriter) create(ctx context.Context, im *metadata.Image, dlqTopic string) error {
-	live := 0
-	for _, b := range im.Brokers {
-		if !b.Fenced {
-			live++
-		}
-	}
-	rf := int16(min(3, max(live, 1)))
+// create makes a missing dead-letter topic: one partition, the default
+// replication factor (default.replication.factor: min(3, nodes) unless
+// set), errors.deadletterqueue.group.enable=true. While too few brokers
+// are up for that replication factor the creation fails and the
+// dead-letter write is retried.
+func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 	cl, err := w.client()
 	if err != nil {
 		return err
 	}
 	enable := "true"
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, map[string]*string{share.TopicConfigDLQGroupEnable: &enable}, dlqTopic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{share.TopicConfigDLQGroupEnable: &enable}, dlqTopic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating dead-letter topic %s: %w", dlqTopic, err)
 	}
-	w.n.log.Info("share: created dead-letter topic", "topic", dlqTopic, "replication_factor", rf)
+	w.n.log.Info("share: created dead-letter topic", "topic", dlqTopic, "replication_factor", resp.ReplicationFactor)
 	return nil
 }
 

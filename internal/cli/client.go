@@ -225,7 +225,7 @@ func kerrHint(ke *kerr.Error) string {
 	case kerr.InvalidPartitions:
 		return "--partitions must be at least 1, and more than the current count when altering"
 	case kerr.InvalidReplicationFactor:
-		return "--replication-factor must be between 1 and the number of brokers"
+		return "--replication-factor (without it, the broker's default.replication.factor) must be between 1 and the number of live brokers"
 	case kerr.InvalidReplicaAssignment:
 		return "the replica assignment names brokers that do not exist"
 	case kerr.InvalidConfig:

@@ -69,7 +69,7 @@ See docs/configuration.md for the full list.`,
 	cmd.Flags().StringVar(&file, "config", "", "properties file (key=value lines, Kafka's server.properties form)")
 	cmd.Flags().StringArrayVar(&sets, "override", nil, "key=value setting, as Kafka's --override (repeatable)")
 	for _, d := range config.BrokerDefs() {
-		cmd.Flags().String(d.Name, d.Default, d.Doc)
+		cmd.Flags().String(d.Name, d.DefaultText(), d.Doc) // only flags given are read (Visit)
 	}
 	return cmd
 }

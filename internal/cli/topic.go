@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,9 +91,12 @@ type topicCreateResult struct {
 	ID                string `json:"id,omitempty"`
 	Partitions        int32  `json:"partitions,omitempty"`         // 0: not known
 	ReplicationFactor int16  `json:"replication_factor,omitempty"` // 0: not known
-	Created           bool   `json:"created"`
-	AlreadyExisted    bool   `json:"already_existed,omitempty"`
-	ValidateOnly      bool   `json:"validate_only,omitempty"`
+	// MinInsyncReplicas is the topic's effective min.insync.replicas as
+	// the broker reported it (CreateTopics v5+); 0: not known.
+	MinInsyncReplicas int  `json:"min_insync_replicas,omitempty"`
+	Created           bool `json:"created"`
+	AlreadyExisted    bool `json:"already_existed,omitempty"`
+	ValidateOnly      bool `json:"validate_only,omitempty"`
 }
 
 func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
@@ -139,6 +143,7 @@ func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
 					ID:                topicIDString(r.ID),
 					Partitions:        r.NumPartitions,
 					ReplicationFactor: r.ReplicationFactor,
+					MinInsyncReplicas: minISR(r.Configs["min.insync.replicas"]),
 					ValidateOnly:      validateOnly,
 				}
 				// Older brokers, and brokers answering for an existing
@@ -175,8 +180,17 @@ func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// minISR reads a reported min.insync.replicas (0: not reported).
+func minISR(c kadm.Config) int {
+	n, _ := strconv.Atoi(c.MaybeValue())
+	return n
+}
+
 func printTopicCreate(w io.Writer, r topicCreateResult) error {
 	shape := fmt.Sprintf("%s, replication factor %s", plural(int(r.Partitions), "partition"), countOrDefault(int(r.ReplicationFactor)))
+	if r.MinInsyncReplicas > 1 { // 1 is what a single node has: not worth a word
+		shape += fmt.Sprintf(", min.insync.replicas %d", r.MinInsyncReplicas)
+	}
 	var err error
 	switch {
 	case r.AlreadyExisted:
@@ -291,6 +305,7 @@ type topicDescription struct {
 	ID                string                 `json:"id,omitempty"`
 	Internal          bool                   `json:"internal"`
 	ReplicationFactor int                    `json:"replication_factor"`
+	MinInsyncReplicas int                    `json:"min_insync_replicas,omitempty"` // 0: not known
 	Partitions        []partitionDescription `json:"partitions"`
 	Configs           []configEntry          `json:"configs"`
 	Error             string                 `json:"error,omitempty"`
@@ -418,6 +433,11 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string, allCo
 		}
 		if rc, err := configs.On(d.Topic, nil); err == nil && rc.Err == nil {
 			d.Configs = topicConfigEntries(rc.Configs, allConfigs)
+			for _, c := range rc.Configs {
+				if c.Key == "min.insync.replicas" {
+					d.MinInsyncReplicas = minISR(c)
+				}
+			}
 		}
 	}
 	return descs, nil
@@ -462,6 +482,9 @@ func printTopicDescriptions(w io.Writer, descs []topicDescription) error {
 			fmt.Fprintf(w, "  ID: %s", d.ID)
 		}
 		fmt.Fprintf(w, "  Partitions: %d  Replication factor: %d", len(d.Partitions), d.ReplicationFactor)
+		if d.MinInsyncReplicas > 0 {
+			fmt.Fprintf(w, "  Min in-sync replicas: %d", d.MinInsyncReplicas)
+		}
 		if d.Internal {
 			fmt.Fprint(w, "  Internal: true")
 		}

@@ -93,7 +93,7 @@ func TestTopicConfigEntriesKeepsNonDefaults(t *testing.T) {
 func sampleDescriptions() []topicDescription {
 	return []topicDescription{
 		{
-			Topic: "orders", ID: "CsMkRqZWqlEGAIT7J3TwoQ", ReplicationFactor: 3,
+			Topic: "orders", ID: "CsMkRqZWqlEGAIT7J3TwoQ", ReplicationFactor: 3, MinInsyncReplicas: 2,
 			Partitions: []partitionDescription{
 				{Partition: 0, Leader: 1, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, LogStartOffset: 0, EndOffset: 1200},
 				{Partition: 1, Leader: -1, LeaderEpoch: 7, Replicas: []int32{2, 3, 1}, ISR: []int32{}, LogStartOffset: -1, EndOffset: -1, Error: "LEADER_NOT_AVAILABLE"},
@@ -109,7 +109,7 @@ func TestPrintTopicDescriptions(t *testing.T) {
 	if err := printTopicDescriptions(&b, sampleDescriptions()); err != nil {
 		t.Fatal(err)
 	}
-	want := `Topic: orders  ID: CsMkRqZWqlEGAIT7J3TwoQ  Partitions: 2  Replication factor: 3
+	want := `Topic: orders  ID: CsMkRqZWqlEGAIT7J3TwoQ  Partitions: 2  Replication factor: 3  Min in-sync replicas: 2
 PARTITION  LEADER                       EPOCH  REPLICAS  ISR    LOG-START-OFFSET  END-OFFSET
 0          1                            4      1,2,3     1,2,3  0                 1200
 1          none (LEADER_NOT_AVAILABLE)  7      2,3,1            -                 -
@@ -141,7 +141,7 @@ func TestTopicDescribeJSONShape(t *testing.T) {
 		slices.Sort(ks)
 		return ks
 	}
-	if k := keys(got[0]); !slices.Equal(k, []string{"configs", "id", "internal", "partitions", "replication_factor", "topic"}) {
+	if k := keys(got[0]); !slices.Equal(k, []string{"configs", "id", "internal", "min_insync_replicas", "partitions", "replication_factor", "topic"}) {
 		t.Errorf("topic keys = %v", k)
 	}
 	p0 := got[0]["partitions"].([]any)[0].(map[string]any)
@@ -172,7 +172,8 @@ func TestPrintTopicListAndCreate(t *testing.T) {
 		r    topicCreateResult
 		want string
 	}{
-		{topicCreateResult{Topic: "t", Partitions: 3, ReplicationFactor: 1, Created: true}, "Created topic t (3 partitions, replication factor 1).\n"},
+		{topicCreateResult{Topic: "t", Partitions: 3, ReplicationFactor: 1, MinInsyncReplicas: 1, Created: true}, "Created topic t (3 partitions, replication factor 1).\n"},
+		{topicCreateResult{Topic: "t", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Created: true}, "Created topic t (3 partitions, replication factor 3, min.insync.replicas 2).\n"},
 		{topicCreateResult{Topic: "t", Partitions: -1, ReplicationFactor: -1, Created: true}, "Created topic t (default partitions, replication factor default).\n"},
 		{topicCreateResult{Topic: "t", AlreadyExisted: true}, "Topic t already exists.\n"},
 		{topicCreateResult{Topic: "t", Partitions: 1, ReplicationFactor: 1, ValidateOnly: true}, "Topic t can be created (1 partition, replication factor 1); nothing was created (--validate-only).\n"},

@@ -47,6 +47,56 @@ type Def struct {
 	Valid func(string) error
 	// Dynamic settings can be changed at run time with AlterConfigs.
 	Dynamic bool
+	// Computed, when set, says in words how the built-in default follows
+	// the cluster (docs/configuration.md shows it in place of Default), and
+	// compute gives it. Default is then the value when nothing is known of
+	// the cluster, which is a single node's.
+	Computed string
+	compute  func(Cluster) (int, bool)
+}
+
+// Cluster is what a computed built-in default (Def.Computed) depends on:
+// the nodes of the cluster (metadata.Image.Nodes) and, for a topic
+// setting, the topic's replication factor (metadata.Topic.ReplicationFactor).
+// Zero is unknown, and Def.Default applies.
+type Cluster struct {
+	Nodes             int
+	ReplicationFactor int
+}
+
+// DefaultIn is the setting's built-in default in cl.
+func (d Def) DefaultIn(cl Cluster) string {
+	if d.compute != nil {
+		if v, ok := d.compute(cl); ok {
+			return strconv.Itoa(v)
+		}
+	}
+	return d.Default
+}
+
+// DefaultText is the built-in default as the docs and --help show it.
+func (d Def) DefaultText() string {
+	if d.Computed != "" {
+		return d.Computed
+	}
+	return d.Default
+}
+
+// The durable defaults (docs/configuration.md, "Replication defaults"): a
+// topic nobody gave a replication factor gets three replicas once the
+// cluster has three nodes, and a topic with three replicas or more needs
+// two of them in sync for acks=all, unless someone set otherwise.
+
+// defaultReplicationFactor: min(3, nodes).
+func defaultReplicationFactor(cl Cluster) (int, bool) { return min(3, cl.Nodes), cl.Nodes > 0 }
+
+// defaultMinInsyncReplicas: 2 from a replication factor of 3 up, else 1,
+// so that acks=all still succeeds with one replica of each partition down.
+func defaultMinInsyncReplicas(cl Cluster) (int, bool) {
+	if cl.ReplicationFactor >= 3 {
+		return 2, true
+	}
+	return 1, cl.ReplicationFactor > 0
 }
 
 func oneOf(vals ...string) func(string) error {
@@ -98,7 +148,7 @@ var brokerDefs = []Def{
 	{Name: "advertised.listeners", Kind: KindList, Default: "", Doc: "Address given to clients in Metadata; defaults to listeners (with the bound port when 0)."},
 	{Name: "http.listener", Kind: KindString, Default: "127.0.0.1:8081", Doc: "HTTP listener for /metrics and, later, the admin API and schema registry. Empty disables it."},
 	{Name: "num.partitions", Kind: KindInt, Default: "1", Doc: "Partitions of an auto-created topic or of CreateTopics with -1.", Valid: atLeast(1), Dynamic: true},
-	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Doc: "Replication factor of auto-created topics.", Valid: atLeast(1), Dynamic: true},
+	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Computed: "min(3, nodes)", compute: defaultReplicationFactor, Doc: "Replication factor of topics created without one (auto-created, or CreateTopics with -1); the default follows the cluster's nodes.", Valid: atLeast(1), Dynamic: true},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic when a client asks Metadata for it.", Dynamic: true},
 	{Name: "delete.topic.enable", Kind: KindBool, Default: "true", Doc: "Allow DeleteTopics."},
 	{Name: "message.max.bytes", Kind: KindInt, Default: "1048588", Doc: "Largest record batch accepted (after compression).", Topic: "max.message.bytes", Valid: atLeast(0), Dynamic: true},
@@ -118,7 +168,7 @@ var brokerDefs = []Def{
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: "9223372036854775807", Doc: "Reject CreateTime records older than this.", Topic: "message.timestamp.before.max.ms", Valid: atLeast(0), Dynamic: true},
 	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: "3600000", Doc: "Reject CreateTime records further in the future than this.", Topic: "message.timestamp.after.max.ms", Valid: atLeast(0), Dynamic: true},
 	{Name: "compression.type", Kind: KindString, Default: "producer", Doc: "Only producer (keep the producer's codec) is served.", Topic: "compression.type", Valid: oneOf("producer"), Dynamic: true},
-	{Name: "min.insync.replicas", Kind: KindInt, Default: "1", Doc: "Replicas that must hold a record before acks=all succeeds.", Topic: "min.insync.replicas", Valid: atLeast(1), Dynamic: true},
+	{Name: "min.insync.replicas", Kind: KindInt, Default: "1", Computed: "2 if RF ≥ 3, else 1", compute: defaultMinInsyncReplicas, Doc: "Replicas that must hold a record before acks=all succeeds; the default follows the topic's replication factor.", Topic: "min.insync.replicas", Valid: atLeast(1), Dynamic: true},
 	{Name: "broker.rack", Kind: KindString, Default: "", Doc: "This broker's rack (or zone): topic placement spreads each partition's replicas over as many racks as possible."},
 	{Name: "broker.session.timeout.ms", Kind: KindInt, Default: "9000", Doc: "The active controller fences a broker it has not heard from for this long and moves its leaderships to other in-sync replicas.", Valid: atLeast(100)},
 	{Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: "true", Doc: "Move leadership back to each partition's preferred (first) replica when it is alive and in sync."},
@@ -141,13 +191,13 @@ var brokerDefs = []Def{
 	{Name: "producer.id.expiration.ms", Kind: KindLong, Default: "86400000", Doc: "Forget an idle producer's sequence state after this long.", Valid: atLeast(1)},
 	{Name: "log.dir.min.free.bytes", Kind: KindLong, Default: "67108864", Doc: "Refuse produce requests (KAFKA_STORAGE_ERROR, retriable) while the log directory has less free space than this, so a full disk never tears a write; they resume when space returns. 0 disables the check.", Valid: atLeast(0)},
 	{Name: "offsets.topic.num.partitions", Kind: KindInt, Default: "50", Doc: "Partitions of __consumer_offsets, where group metadata and committed offsets live. Fixed once the topic exists.", Valid: atLeast(1)},
-	{Name: "offsets.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __consumer_offsets, capped at the number of brokers when the topic is created.", Valid: atLeast(1)},
+	{Name: "offsets.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __consumer_offsets, capped at the cluster's nodes; the topic is created on first use once that many brokers are live.", Valid: atLeast(1)},
 	{Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Doc: "Segment size of __consumer_offsets (small, so compaction can clean it).", Valid: atLeast(1024)},
 	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: "50", Doc: "Partitions of __share_group_state, where share-partition state (work-queue deliveries, locks' outcomes, retry times) lives. Fixed once the topic exists.", Valid: atLeast(1)},
-	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __share_group_state, capped at the number of brokers when the topic is created.", Valid: atLeast(1)},
+	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __share_group_state, capped at the cluster's nodes; the topic is created on first use once that many brokers are live.", Valid: atLeast(1)},
 	{Name: "share.coordinator.state.topic.segment.bytes", Kind: KindInt, Default: "104857600", Doc: "Segment size of __share_group_state (compacted: the latest record of a share-partition is its state).", Valid: atLeast(1024)},
 	{Name: "transaction.state.log.num.partitions", Kind: KindInt, Default: "50", Doc: "Partitions of __transaction_state, where the transaction coordinators keep each transactional id's producer id, epoch, state and partitions. Fixed once the topic exists.", Valid: atLeast(1)},
-	{Name: "transaction.state.log.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __transaction_state, capped at the number of brokers when the topic is created.", Valid: atLeast(1)},
+	{Name: "transaction.state.log.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of __transaction_state, capped at the cluster's nodes; the topic is created on first use once that many brokers are live.", Valid: atLeast(1)},
 	{Name: "transaction.state.log.segment.bytes", Kind: KindInt, Default: "104857600", Doc: "Segment size of __transaction_state (compacted: the latest record of a transactional id is its state).", Valid: atLeast(1024)},
 	{Name: "transaction.state.log.min.isr", Kind: KindInt, Default: "2", Doc: "min.insync.replicas of __transaction_state, capped at its replication factor when the topic is created (so a single node works with the default).", Valid: atLeast(1)},
 	{Name: "transaction.max.timeout.ms", Kind: KindInt, Default: "900000", Doc: "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT above).", Valid: atLeast(1)},
@@ -186,7 +236,7 @@ var brokerDefs = []Def{
 	{Name: "group.share.min.partition.max.record.locks", Kind: KindInt, Default: "100", Doc: "Smallest share.partition.max.record.locks a share group config may set (Kafka's name and default).", Valid: atLeast(1)},
 	{Name: "group.share.max.partition.max.record.locks", Kind: KindInt, Default: "4000", Doc: "Largest share.partition.max.record.locks a share group config may set (Kafka's name and default).", Valid: atLeast(1)},
 	{Name: "errors.deadletterqueue.topic.name.prefix", Kind: KindString, Default: "dlq.", Doc: "Every share group's dead-letter topic (group config errors.deadletterqueue.topic.name) must start with this prefix (KIP-1191's name and default).", Dynamic: true},
-	{Name: "errors.deadletterqueue.auto.create.topics.enable", Kind: KindBool, Default: "false", Doc: "Create a share group's missing dead-letter topic on its first dead-letter write (1 partition, replication factor min(3, brokers), errors.deadletterqueue.group.enable=true); false: the write fails and is retried until the topic is created (KIP-1191's name and default).", Dynamic: true},
+	{Name: "errors.deadletterqueue.auto.create.topics.enable", Kind: KindBool, Default: "false", Doc: "Create a share group's missing dead-letter topic on its first dead-letter write (1 partition, default.replication.factor, errors.deadletterqueue.group.enable=true); false: the write fails and is retried until the topic is created (KIP-1191's name and default).", Dynamic: true},
 	{Name: "group.share.max.size", Kind: KindInt, Default: "200", Doc: "Most members in one share group (GROUP_MAX_SIZE_REACHED above).", Valid: atLeast(1)},
 	{Name: "log.cleaner.enable", Kind: KindBool, Default: "true", Doc: "Run the log cleaner for topics with cleanup.policy=compact."},
 	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: "15000", Doc: "How often the cleaner looks for partitions to compact.", Valid: atLeast(10)},
@@ -591,8 +641,9 @@ const (
 
 // ResolveTopic returns a topic setting's effective value: the topic's
 // override, else the dynamic broker default (from the metadata log), else
-// the static broker setting, else the built-in default.
-func (c *Config) ResolveTopic(name string, topic, dynamic map[string]string) (string, ValueSource) {
+// the static broker setting, else the built-in default in cl (the
+// topic's replication factor and the cluster's nodes).
+func (c *Config) ResolveTopic(name string, topic, dynamic map[string]string, cl Cluster) (string, ValueSource) {
 	if v, ok := topic[name]; ok {
 		return v, FromTopic
 	}
@@ -601,13 +652,20 @@ func (c *Config) ResolveTopic(name string, topic, dynamic map[string]string) (st
 		return "", FromDefault
 	}
 	if d.Topic == "" {
-		return d.Default, FromDefault
+		return d.DefaultIn(cl), FromDefault
 	}
-	return c.ResolveBroker(d.Topic, dynamic)
+	return c.ResolveBrokerIn(d.Topic, dynamic, cl)
 }
 
-// ResolveBroker returns a broker setting's effective value.
+// ResolveBroker returns a broker setting's effective value, with nothing
+// known of the cluster (a computed default is Def.Default).
 func (c *Config) ResolveBroker(name string, dynamic map[string]string) (string, ValueSource) {
+	return c.ResolveBrokerIn(name, dynamic, Cluster{})
+}
+
+// ResolveBrokerIn returns a broker setting's effective value: the dynamic
+// setting, else the static one, else the built-in default in cl.
+func (c *Config) ResolveBrokerIn(name string, dynamic map[string]string, cl Cluster) (string, ValueSource) {
 	if v, ok := dynamic[name]; ok {
 		return v, FromDynamicBroker
 	}
@@ -615,7 +673,7 @@ func (c *Config) ResolveBroker(name string, dynamic map[string]string) (string, 
 		return c.vals[name], FromStaticBroker
 	}
 	if d, ok := LookupBroker(name); ok {
-		return d.Default, FromDefault
+		return d.DefaultIn(cl), FromDefault
 	}
 	return "", FromDefault
 }

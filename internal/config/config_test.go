@@ -50,17 +50,17 @@ func TestPrecedenceFileEnvFlag(t *testing.T) {
 // broker setting, built-in default.
 func TestResolveTopic(t *testing.T) {
 	c := Defaults()
-	if v, src := c.ResolveTopic("retention.ms", nil, nil); v != "604800000" || src != FromDefault {
+	if v, src := c.ResolveTopic("retention.ms", nil, nil, Cluster{}); v != "604800000" || src != FromDefault {
 		t.Fatalf("default: %s %d", v, src)
 	}
 	c.Set("log.retention.ms", "1000", SourceFlag)
-	if v, src := c.ResolveTopic("retention.ms", nil, nil); v != "1000" || src != FromStaticBroker {
+	if v, src := c.ResolveTopic("retention.ms", nil, nil, Cluster{}); v != "1000" || src != FromStaticBroker {
 		t.Fatalf("static: %s %d", v, src)
 	}
-	if v, src := c.ResolveTopic("retention.ms", nil, map[string]string{"log.retention.ms": "2000"}); v != "2000" || src != FromDynamicBroker {
+	if v, src := c.ResolveTopic("retention.ms", nil, map[string]string{"log.retention.ms": "2000"}, Cluster{}); v != "2000" || src != FromDynamicBroker {
 		t.Fatalf("dynamic: %s %d", v, src)
 	}
-	if v, src := c.ResolveTopic("retention.ms", map[string]string{"retention.ms": "3000"}, map[string]string{"log.retention.ms": "2000"}); v != "3000" || src != FromTopic {
+	if v, src := c.ResolveTopic("retention.ms", map[string]string{"retention.ms": "3000"}, map[string]string{"log.retention.ms": "2000"}, Cluster{}); v != "3000" || src != FromTopic {
 		t.Fatalf("topic: %s %d", v, src)
 	}
 	if err := c.Validate(); err != nil {
@@ -69,5 +69,46 @@ func TestResolveTopic(t *testing.T) {
 	c.Set("listeners", "SASL_SSL://127.0.0.1:9093", SourceFlag)
 	if err := c.Validate(); err == nil {
 		t.Fatal("SASL_SSL listener accepted")
+	}
+}
+
+// The durable defaults: default.replication.factor is min(3, nodes) and
+// min.insync.replicas 2 from a replication factor of 3 up, while nobody
+// set them; a setting at any level wins, and so does a topic override.
+func TestDurableDefaults(t *testing.T) {
+	c := Defaults()
+	for _, tc := range []struct {
+		nodes int
+		want  string
+	}{{0, "1"}, {1, "1"}, {2, "2"}, {3, "3"}, {5, "3"}} {
+		if v, src := c.ResolveBrokerIn("default.replication.factor", nil, Cluster{Nodes: tc.nodes}); v != tc.want || src != FromDefault {
+			t.Errorf("default.replication.factor on %d nodes: %s (source %d), want %s DEFAULT_CONFIG", tc.nodes, v, src, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		rf   int
+		want string
+	}{{0, "1"}, {1, "1"}, {2, "1"}, {3, "2"}, {5, "2"}} {
+		if v, src := c.ResolveTopic("min.insync.replicas", nil, nil, Cluster{Nodes: 5, ReplicationFactor: tc.rf}); v != tc.want || src != FromDefault {
+			t.Errorf("min.insync.replicas at RF %d: %s (source %d), want %s DEFAULT_CONFIG", tc.rf, v, src, tc.want)
+		}
+	}
+	three := Cluster{Nodes: 3, ReplicationFactor: 3}
+	if v, src := c.ResolveTopic("min.insync.replicas", nil, map[string]string{"min.insync.replicas": "1"}, three); v != "1" || src != FromDynamicBroker {
+		t.Errorf("dynamic min.insync.replicas: %s %d", v, src)
+	}
+	if v, src := c.ResolveTopic("min.insync.replicas", map[string]string{"min.insync.replicas": "3"}, nil, three); v != "3" || src != FromTopic {
+		t.Errorf("topic min.insync.replicas: %s %d", v, src)
+	}
+	if v, src := c.ResolveBrokerIn("default.replication.factor", map[string]string{"default.replication.factor": "2"}, three); v != "2" || src != FromDynamicBroker {
+		t.Errorf("dynamic default.replication.factor: %s %d", v, src)
+	}
+	c.Set("min.insync.replicas", "1", SourceFile)
+	c.Set("default.replication.factor", "1", SourceFile)
+	if v, src := c.ResolveTopic("min.insync.replicas", nil, nil, three); v != "1" || src != FromStaticBroker {
+		t.Errorf("static min.insync.replicas: %s %d", v, src)
+	}
+	if v, src := c.ResolveBrokerIn("default.replication.factor", nil, three); v != "1" || src != FromStaticBroker {
+		t.Errorf("static default.replication.factor: %s %d", v, src)
 	}
 }

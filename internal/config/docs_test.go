@@ -23,8 +23,8 @@ import (
 //	| setting | default | broker setting | description |
 //	| `share.delivery.count.limit` | `5` | `group.share.delivery.count.limit` | ... |
 //
-// An empty default is written (empty); a missing topic-level or broker name
-// is written —.
+// An empty default is written (empty), a computed one in words
+// (Def.Computed); a missing topic-level or broker name is written —.
 
 const configDoc = "../../docs/configuration.md"
 
@@ -38,16 +38,16 @@ func TestConfigurationDocListsEverySetting(t *testing.T) {
 	topic := docTable(t, doc, "## Topic settings")
 
 	for _, d := range BrokerDefs() {
-		want := []string{code(d.Name), docDefault(d.Default), yesNo(d.Dynamic), nameOrDash(d.Topic)}
+		want := []string{code(d.Name), docDefault(d), yesNo(d.Dynamic), nameOrDash(d.Topic)}
 		checkRow(t, "Broker settings", broker, d, want)
 	}
 	for _, d := range TopicDefs() {
-		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
+		want := []string{code(d.Name), docDefault(d), nameOrDash(d.Topic)}
 		checkRow(t, "Topic settings", topic, d, want)
 	}
 	group := docTable(t, doc, "## Group configs")
 	for _, d := range GroupDefs() {
-		want := []string{code(d.Name), docDefault(d.Default), nameOrDash(d.Topic)}
+		want := []string{code(d.Name), docDefault(d), nameOrDash(d.Topic)}
 		checkRow(t, "Group configs", group, d, want)
 	}
 	for name := range group {
@@ -123,11 +123,16 @@ func docTable(t *testing.T, doc, heading string) map[string][]string {
 
 func code(s string) string { return "`" + s + "`" }
 
-func docDefault(s string) string {
-	if s == "" {
+// docDefault is the default column: the value in backquotes, or a
+// computed default's words as they are (Def.Computed).
+func docDefault(d Def) string {
+	switch {
+	case d.Computed != "":
+		return d.Computed
+	case d.Default == "":
 		return "(empty)"
 	}
-	return code(s)
+	return code(d.Default)
 }
 
 func yesNo(b bool) string {

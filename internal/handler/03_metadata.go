@@ -73,6 +73,11 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 					t = created
 				case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(err, metadata.ErrTopicExists):
 					t = b.image().Topic(name)
+				case errors.Is(err, errBrokersDown):
+					// Retriable: the topic is created once enough
+					// brokers are up (brokersUp logs it), as Kafka's
+					// auto-creation answers while it waits.
+					errCode = kerr.LeaderNotAvailable.Code
 				default:
 					b.log.Warn("auto-creating topic failed", "topic", name, "err", err)
 					errCode = code(err)

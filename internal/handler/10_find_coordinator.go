@@ -116,22 +116,25 @@ func (b *Broker) ShareStateTopic(ctx context.Context) (*metadata.Topic, error) {
 	return b.ensureInternalTopic(ctx, shareStateTopicSpec)
 }
 
-// ensureInternalTopic returns the internal topic of spec, creating it
-// (compacted, replication factor capped at the live brokers) on first
-// use.
+// ensureInternalTopic returns the internal topic of spec, creating it on
+// first use: compacted, its replication factor setting capped at the
+// cluster's nodes (so one node works with the default of 3). While fewer
+// brokers are live than that (a cluster starting, or a node down) it
+// answers COORDINATOR_NOT_AVAILABLE, which clients retry, rather than
+// create the topic with fewer replicas for good.
 func (b *Broker) ensureInternalTopic(ctx context.Context, spec internalTopic) (*metadata.Topic, error) {
 	im := b.image()
 	if t := im.Topic(spec.name); t != nil {
 		return t, nil
 	}
-	rf := int32(atoi(b.Broker.Get(spec.replicationFactor)))
-	if n := int32(liveBrokers(im)); rf > n {
-		rf = max(n, 1)
+	rf := min(int32(atoi(b.Broker.Get(spec.replicationFactor))), int32(im.Nodes()))
+	if err := b.brokersUp(im, rf, spec.replicationFactor); err != nil {
+		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, spec.name, err)
 	}
 	n := int32(atoi(b.Broker.Get(spec.partitions)))
 	replicas, err := assignReplicas(im, spec.name, n, rf)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, spec.name, err)
 	}
 	rec := metadata.Record{CreateTopic: &metadata.CreateTopic{
 		Name: spec.name, ID: metadata.NewTopicID(), Partitions: n, Replicas: replicas, Internal: true,

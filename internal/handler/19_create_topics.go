@@ -83,7 +83,7 @@ func (b *Broker) createTopics(ctx context.Context, req *server.Request) (server.
 		}
 		st.NumPartitions = ct.Partitions
 		st.ReplicationFactor = int16(len(ct.Replicas[0]))
-		for _, e := range b.topicConfigEntries(b.image(), ct.Configs) {
+		for _, e := range b.topicConfigEntries(b.image(), ct.Configs, int(st.ReplicationFactor)) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			v := e.value
 			c.Name, c.Value, c.ReadOnly, c.Source = e.name, &v, e.readOnly, int8(e.source)

@@ -34,7 +34,7 @@ func (b *Broker) describeConfigs(_ context.Context, req *server.Request) (server
 			if t := im.Topic(rr.ResourceName); t == nil {
 				err = fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
 			} else {
-				entries = b.topicConfigEntries(im, t.Configs)
+				entries = b.topicConfigEntries(im, t.Configs, t.ReplicationFactor())
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			if err = b.checkBrokerResource(rr.ResourceName); err == nil {

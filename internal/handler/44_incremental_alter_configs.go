@@ -46,7 +46,8 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 			return fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
 		}
 		current = t.Configs
-		resolve = func(n string) string { v, _ := b.Broker.ResolveTopic(n, t.Configs, im.BrokerConfigs); return v }
+		cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: t.ReplicationFactor()}
+		resolve = func(n string) string { v, _ := b.Broker.ResolveTopic(n, t.Configs, im.BrokerConfigs, cl); return v }
 	case kmsg.ConfigResourceTypeBroker:
 		if err := b.checkBrokerResource(rr.ResourceName); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -114,6 +115,10 @@ type Broker struct {
 	pidMu   sync.Mutex // guards pidNext, pidEnd
 	pidNext int64
 	pidEnd  int64
+
+	// downLogged is when (Unix ns) a topic creation that waits for
+	// brokers was last logged (brokersUp).
+	downLogged atomic.Int64
 }
 
 // New makes the request handler of one node.

@@ -30,19 +30,25 @@ type configSynonym struct {
 	source      config.ValueSource
 }
 
-// topicConfigEntries returns every topic setting's effective value.
-func (b *Broker) topicConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
-	return b.layeredConfigEntries(im, config.TopicDefs(), b.Broker.ResolveTopic, overrides, config.FromTopic)
+// topicConfigEntries returns every topic setting's effective value, for
+// a topic with these overrides and replication factor rf, as the
+// partitions apply them (app.resolveTopic).
+func (b *Broker) topicConfigEntries(im *metadata.Image, overrides map[string]string, rf int) []configEntry {
+	cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: rf}
+	resolve := func(name string, overrides, dynamic map[string]string) (string, config.ValueSource) {
+		return b.Broker.ResolveTopic(name, overrides, dynamic, cl)
+	}
+	return b.layeredConfigEntries(im, config.TopicDefs(), resolve, overrides, config.FromTopic, cl)
 }
 
 // layeredConfigEntries returns the effective value of each of defs, a
 // resource's settings (topic or group) that fall back to a broker
 // setting: resolved by resolve over the resource's overrides, with the
 // override (source from) and the broker setting's dynamic, static and
-// default values as synonyms, as Kafka describes them.
+// default (in cl) values as synonyms, as Kafka describes them.
 func (b *Broker) layeredConfigEntries(im *metadata.Image, defs []config.Def,
 	resolve func(name string, overrides, dynamic map[string]string) (string, config.ValueSource),
-	overrides map[string]string, from config.ValueSource) []configEntry {
+	overrides map[string]string, from config.ValueSource, cl config.Cluster) []configEntry {
 	var out []configEntry
 	for _, d := range defs {
 		v, src := resolve(d.Name, overrides, im.BrokerConfigs)
@@ -58,18 +64,20 @@ func (b *Broker) layeredConfigEntries(im *metadata.Image, defs []config.Def,
 				e.synonyms = append(e.synonyms, configSynonym{d.Topic, b.Broker.Get(d.Topic), config.FromStaticBroker})
 			}
 			bd, _ := config.LookupBroker(d.Topic)
-			e.synonyms = append(e.synonyms, configSynonym{d.Topic, bd.Default, config.FromDefault})
+			e.synonyms = append(e.synonyms, configSynonym{d.Topic, bd.DefaultIn(cl), config.FromDefault})
 		}
 		out = append(out, e)
 	}
 	return out
 }
 
-// brokerConfigEntries returns every broker setting's effective value.
+// brokerConfigEntries returns every broker setting's effective value;
+// the built-in defaults are those of this cluster (its nodes).
 func (b *Broker) brokerConfigEntries(im *metadata.Image) []configEntry {
+	cl := config.Cluster{Nodes: im.Nodes()}
 	var out []configEntry
 	for _, d := range config.BrokerDefs() {
-		v, src := b.Broker.ResolveBroker(d.Name, im.BrokerConfigs)
+		v, src := b.Broker.ResolveBrokerIn(d.Name, im.BrokerConfigs, cl)
 		e := configEntry{name: d.Name, value: v, source: src, readOnly: !d.Dynamic, kind: d.Kind, doc: d.Doc}
 		if dv, ok := im.BrokerConfigs[d.Name]; ok {
 			e.synonyms = append(e.synonyms, configSynonym{d.Name, dv, config.FromDynamicBroker})
@@ -77,7 +85,7 @@ func (b *Broker) brokerConfigEntries(im *metadata.Image) []configEntry {
 		if b.Broker.SourceOf(d.Name) != config.SourceDefault {
 			e.synonyms = append(e.synonyms, configSynonym{d.Name, b.Broker.Get(d.Name), config.FromStaticBroker})
 		}
-		e.synonyms = append(e.synonyms, configSynonym{d.Name, d.Default, config.FromDefault})
+		e.synonyms = append(e.synonyms, configSynonym{d.Name, d.DefaultIn(cl), config.FromDefault})
 		out = append(out, e)
 	}
 	return out
@@ -159,7 +167,7 @@ func listOp(cur, arg string, add bool) string {
 // group's overrides (nil: none), with the broker setting each falls back
 // to as a synonym, as Kafka describes the GROUP resource.
 func (b *Broker) groupConfigEntries(im *metadata.Image, overrides map[string]string) []configEntry {
-	return b.layeredConfigEntries(im, config.GroupDefs(), b.Broker.ResolveGroup, overrides, config.FromGroup)
+	return b.layeredConfigEntries(im, config.GroupDefs(), b.Broker.ResolveGroup, overrides, config.FromGroup, config.Cluster{})
 }
 
 // checkGroupResource checks the name of a GROUP config resource.

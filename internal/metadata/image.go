@@ -141,6 +141,36 @@ func (im *Image) BrokerIDs() []int32 {
 	return ids
 }
 
+// Nodes counts the nodes of the cluster: the members of the metadata
+// quorum (voters and observers) and the unfenced brokers, each once; at
+// least 1. It is the size the cluster is built to have rather than the
+// nodes up now: a voter counts before its broker registers and while it
+// is down, a node removed from the quorum stops counting once fenced.
+func (im *Image) Nodes() int {
+	n := len(im.Controllers)
+	for id, b := range im.Brokers {
+		if _, member := im.Controllers[id]; !member && !b.Fenced {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// ReplicationFactor is the fewest replicas a partition of the topic has;
+// a partition being reassigned counts the smaller of its replica sets
+// before and after. 0 for a topic with no partitions.
+func (t *Topic) ReplicationFactor() int {
+	rf := 0
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
+		n := len(p.Replicas) - max(len(p.AddingReplicas), len(p.RemovingReplicas))
+		if i == 0 || n < rf {
+			rf = n
+		}
+	}
+	return rf
+}
+
 // Partition returns partition p of the topic, or nil when out of range.
 func (t *Topic) Partition(p int32) *Partition {
 	if t == nil || p < 0 || int(p) >= len(t.Partitions) {

@@ -122,7 +122,8 @@ func (c *testCluster) startBroker(b *testBroker) {
 	}
 	b.mgr = replica.NewManager(replica.ManagerConfig{
 		Dir: b.dir, NodeID: b.id, Fsync: true,
-		Resolve: func(cfgs map[string]string) replica.TopicConfig {
+		Resolve: func(t *metadata.Topic) replica.TopicConfig {
+			cfgs := t.Configs
 			tc := replica.TopicConfig{Log: blog.DefaultConfig(), MaxMessageBytes: 1 << 20, MinInsyncReplicas: 1,
 				TimestampBeforeMs: 1 << 62, TimestampAfterMs: 1 << 62}
 			if v, ok := cfgs["min.insync.replicas"]; ok {

@@ -41,7 +41,7 @@ func openPartition(t testing.TB, fs blog.FS, fsync bool) (*Manager, *Partition, 
 	m := NewManager(ManagerConfig{
 		Dir: dir, NodeID: 1, Fsync: fsync,
 		FlushInterval: 10 * time.Millisecond,
-		Resolve: func(map[string]string) TopicConfig {
+		Resolve: func(*metadata.Topic) TopicConfig {
 			return TopicConfig{
 				Log: blog.DefaultConfig(), MaxMessageBytes: 16 << 20,
 				TimestampBeforeMs: -1, TimestampAfterMs: -1, MinInsyncReplicas: 1, CleanupPolicy: "delete",

@@ -30,8 +30,9 @@ type ManagerConfig struct {
 	// MinFreeBytes: below this much free space in Dir, produce is refused
 	// with KAFKA_STORAGE_ERROR until space returns.
 	MinFreeBytes int64
-	// Resolve computes a topic's effective config from its overrides.
-	Resolve func(topicConfigs map[string]string) TopicConfig
+	// Resolve computes a topic's effective config: its overrides, and the
+	// defaults that depend on its replication factor.
+	Resolve func(t *metadata.Topic) TopicConfig
 	Logger  *slog.Logger
 	Now     func() time.Time
 	// CleanerEnable runs log compaction (log.cleaner.enable) every
@@ -308,7 +309,7 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	var drops []string       // topics gone, or recreated under the same name
 	m.mu.RLock()
 	for name, t := range im.Topics {
-		cfg := m.cfg.Resolve(t.Configs)
+		cfg := m.cfg.Resolve(t)
 		ps := m.parts[name]
 		if id, ok := topicIDOf(ps); ok && id != t.ID {
 			drops = append(drops, name)

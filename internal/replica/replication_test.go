@@ -40,7 +40,8 @@ func TestReplicationLeader(t *testing.T) {
 		var pendingEpoch int32
 		m := NewManager(ManagerConfig{
 			Dir: t.TempDir(), NodeID: 1, Fsync: true,
-			Resolve: func(cfgs map[string]string) TopicConfig {
+			Resolve: func(t *metadata.Topic) TopicConfig {
+				cfgs := t.Configs
 				min, _ := strconv.Atoi(cfgs["min.insync.replicas"])
 				return TopicConfig{Log: blog.DefaultConfig(), MaxMessageBytes: 1 << 20, MinInsyncReplicas: max(min, 1),
 					TimestampBeforeMs: -1, TimestampAfterMs: -1, CleanupPolicy: "delete"}

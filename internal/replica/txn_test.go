@@ -40,7 +40,7 @@ func openPartitionWith(t *testing.T, dir string, fsync bool, cfg blog.Config) (p
 	t.Helper()
 	m := NewManager(ManagerConfig{
 		Dir: dir, NodeID: 1, Fsync: fsync, FlushInterval: 10 * time.Millisecond,
-		Resolve: func(map[string]string) TopicConfig {
+		Resolve: func(*metadata.Topic) TopicConfig {
 			return TopicConfig{Log: cfg, MaxMessageBytes: 16 << 20,
 				TimestampBeforeMs: -1, TimestampAfterMs: -1, MinInsyncReplicas: 1, CleanupPolicy: "delete"}
 		},

@@ -63,6 +63,16 @@ var ClusterArgs = []string{
 // up). Every process is killed and every proxy closed at test cleanup.
 func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 	t.Helper()
+	c := NewCluster(t, n, args...)
+	c.Start(c.IDs()...)
+	return c
+}
+
+// NewCluster is StartCluster without the start: the n nodes are voters
+// of the quorum and none runs until Start (which needs a majority at
+// first), so a test can see a cluster whose brokers are not all up yet.
+func NewCluster(t testing.TB, n int, args ...string) *Cluster {
+	t.Helper()
 	Binary(t)
 	c := &Cluster{t: t, Dir: ArtifactDir(t), cut: map[int32]bool{}}
 	// The ports stay held until the proxies have their own (":0") ports,
@@ -96,7 +106,6 @@ func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 		nd.Process = newProcess(t, filepath.Join(t.TempDir(), fmt.Sprintf("node%d", nd.ID)), a...)
 		nd.LogFile = filepath.Join(c.Dir, fmt.Sprintf("node%d.log", nd.ID))
 	}
-	c.Start(c.IDs()...)
 	t.Logf("cluster: %d nodes %v, logs in %s", n, c.Addrs(), c.Dir)
 	return c
 }
