@@ -18,6 +18,7 @@ const (
 	ConfigDeliveryCountLimit   = "share.delivery.count.limit"
 	ConfigMaxRecordLocks       = "share.partition.max.record.locks"
 	ConfigAutoOffsetReset      = "share.auto.offset.reset"
+	ConfigIsolationLevel       = "share.isolation.level"
 
 	BrokerRecordLockDurationMs = "group.share.record.lock.duration.ms"
 	BrokerDeliveryCountLimit   = "group.share.delivery.count.limit"

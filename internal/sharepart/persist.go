@@ -23,7 +23,12 @@ type PartitionLog interface {
 	LeaderEpoch() int32
 	LogStartOffset() int64
 	HighWatermark() int64
+	// LastStableOffset bounds what a read_committed group reads.
+	LastStableOffset() int64
 	Read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error)
+	// ReadCommitted reads up to the last stable offset and lists the
+	// aborted transactions among the batches returned.
+	ReadCommitted(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error)
 	OffsetForTimestamp(ts int64) (off, recTS int64, found bool, err error)
 }
 
