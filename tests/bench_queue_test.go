@@ -128,9 +128,13 @@ func newBenchLog(per int) *benchLog {
 	return &benchLog{per: per, template: batch.Build(recs, 0)}
 }
 
-func (l *benchLog) LeaderEpoch() int32    { return 0 }
-func (l *benchLog) LogStartOffset() int64 { return 0 }
-func (l *benchLog) HighWatermark() int64  { return 1 << 62 }
+func (l *benchLog) LeaderEpoch() int32      { return 0 }
+func (l *benchLog) LogStartOffset() int64   { return 0 }
+func (l *benchLog) HighWatermark() int64    { return 1 << 62 }
+func (l *benchLog) LastStableOffset() int64 { return 1 << 62 }
+func (l *benchLog) ReadCommitted(off int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error) {
+	return l.Read(off, maxBytes, minOne, alloc)
+}
 func (l *benchLog) OffsetForTimestamp(int64) (int64, int64, bool, error) {
 	return 0, 0, true, nil
 }

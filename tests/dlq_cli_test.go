@@ -51,7 +51,8 @@ type parkedJob struct {
 	srcTopic      string
 	srcPartition  int32
 	srcOffset     int64
-	at            time.Time // the source record's timestamp, which the DLQ record keeps; zero: now
+	parked        time.Time // the DLQ record's timestamp: when the job was parked; zero: now
+	at            time.Time // the source record's timestamp (__dlq.errors.berth.timestamp); zero: parked
 	group, reason string
 	deliveries    int
 	redrives      int // 0: no redrive-count header
@@ -61,11 +62,15 @@ type parkedJob struct {
 // record builds the DLQ record as Berth's writer does: the source
 // record's key, value and headers, then the context headers.
 func (j parkedJob) record(dlq string, partition int32) *kgo.Record {
+	parked := j.parked
+	if parked.IsZero() {
+		parked = time.Now()
+	}
 	at := j.at
 	if at.IsZero() {
-		at = time.Now()
+		at = parked
 	}
-	r := &kgo.Record{Topic: dlq, Partition: partition, Key: []byte(j.key), Value: []byte(j.value), Timestamp: at}
+	r := &kgo.Record{Topic: dlq, Partition: partition, Key: []byte(j.key), Value: []byte(j.value), Timestamp: parked}
 	for k, v := range j.headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
@@ -179,6 +184,7 @@ type dlqJobJSON struct {
 	SourcePartition int32             `json:"source_partition"`
 	SourceOffset    int64             `json:"source_offset"`
 	SourceTimestamp int64             `json:"source_timestamp"`
+	SourceAgeMs     int64             `json:"source_age_ms"`
 	Group           string            `json:"group"`
 	Reason          string            `json:"reason"`
 	Message         string            `json:"message"`
@@ -190,21 +196,24 @@ type dlqJobJSON struct {
 	Headers         map[string]string `json:"headers"`
 }
 
-// inspect shows every context header, filters by reason and job time,
-// and list finds the DLQ topic with its depth and oldest age.
+// inspect shows every context header, filters by reason and by the time
+// a job was parked (not its own, older timestamp), and list finds the DLQ
+// topic with its depth, how long ago its oldest job was parked and that
+// job's own age.
 func TestDLQCLIInspectAndList(t *testing.T) {
 	addr, cl := startDLQBroker(t, 2)
 	stack := "shipment 42: carrier API said 422\ngoroutine 7 [running]:\nmain.ship(...)"
+	const day = 24 * time.Hour
 	old := time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)
 	recent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	parkJobs(t, cl, "dlq.jobs", 0, parkedJob{
 		key: "order-42", value: `{"id":42}`, headers: map[string]string{"trace": "abc"},
-		srcTopic: "jobs", srcPartition: 0, srcOffset: 17, at: recent,
+		srcTopic: "jobs", srcPartition: 0, srcOffset: 17, parked: recent, at: recent.Add(-2 * day),
 		group: "workers", reason: "rejected", deliveries: 2, redrives: 1, clientError: stack,
 	})
 	parkJobs(t, cl, "dlq.jobs", 1, parkedJob{
 		key: "order-7", value: "x", srcTopic: "jobs", srcOffset: 3, group: "workers",
-		reason: "delivery limit reached", deliveries: 5, at: old,
+		reason: "delivery limit reached", deliveries: 5, parked: old, at: old.Add(-13 * day),
 	})
 
 	var jobs []dlqJobJSON
@@ -214,12 +223,15 @@ func TestDLQCLIInspectAndList(t *testing.T) {
 	}
 	// Partition by partition, in parking order.
 	rej, lim := jobs[0], jobs[1]
-	if lim.Reason != "delivery limit reached" || lim.Timestamp != old.UnixMilli() || lim.SourceTimestamp != old.UnixMilli() ||
-		lim.AgeMs < (3*time.Hour).Milliseconds() || lim.Partition != 1 {
+	if lim.Reason != "delivery limit reached" || lim.Timestamp != old.UnixMilli() || lim.SourceTimestamp != old.Add(-13*day).UnixMilli() ||
+		lim.AgeMs < (3*time.Hour).Milliseconds() || lim.AgeMs > (4*time.Hour).Milliseconds() ||
+		lim.SourceAgeMs < (13*day).Milliseconds() || lim.Partition != 1 {
 		t.Errorf("delivery-limit job: %+v", lim)
 	}
 	if rej.Partition != 0 || rej.Offset != 0 || rej.SourceTopic != "jobs" || rej.SourcePartition != 0 || rej.SourceOffset != 17 ||
-		rej.SourceTimestamp != recent.UnixMilli() || rej.AgeMs < time.Minute.Milliseconds() || rej.Group != "workers" || rej.Reason != "rejected" ||
+		rej.Timestamp != recent.UnixMilli() || rej.SourceTimestamp != recent.Add(-2*day).UnixMilli() ||
+		rej.AgeMs < time.Minute.Milliseconds() || rej.AgeMs > time.Hour.Milliseconds() || rej.SourceAgeMs < (2*day).Milliseconds() ||
+		rej.Group != "workers" || rej.Reason != "rejected" ||
 		rej.Message != "Offset rejected by client." || rej.DeliveryCount != 2 || rej.RedriveCount != 1 || rej.ClientError != stack ||
 		rej.Key == nil || *rej.Key != "order-42" || rej.Value == nil || *rej.Value != `{"id":42}` ||
 		len(rej.Headers) != 1 || rej.Headers["trace"] != "abc" {
@@ -251,22 +263,28 @@ func TestDLQCLIInspectAndList(t *testing.T) {
 	}
 	t.Logf("dlq inspect:\n%s", out)
 	if !strings.Contains(out, "jobs-0@17") || !strings.Contains(out, "shipment 42: carrier API said 422") || strings.Contains(out, "goroutine") ||
-		!strings.Contains(out, "delivery limit reached") || !strings.Contains(out, "order-42") {
+		!strings.Contains(out, "delivery limit reached") || !strings.Contains(out, "order-42") ||
+		!strings.Contains(out, "PARKED") || !strings.Contains(out, "JOB-AGE") || !strings.Contains(out, " 13d") {
 		t.Errorf("dlq inspect table:\n%s", out)
 	}
 
 	var list []struct {
-		Topic       string `json:"topic"`
-		Partitions  int    `json:"partitions"`
-		Parked      int64  `json:"parked"`
-		OldestAgeMs int64  `json:"oldest_age_ms"`
+		Topic          string `json:"topic"`
+		Partitions     int    `json:"partitions"`
+		Parked         int64  `json:"parked"`
+		OldestAgeMs    int64  `json:"oldest_age_ms"`
+		OldestJobAgeMs int64  `json:"oldest_job_age_ms"`
 	}
 	berthJSON(t, &list, "dlq", "list", "-b", addr)
-	if len(list) != 1 || list[0].Topic != "dlq.jobs" || list[0].Partitions != 2 || list[0].Parked != 2 || list[0].OldestAgeMs < (3*time.Hour).Milliseconds() {
+	if len(list) != 1 || list[0].Topic != "dlq.jobs" || list[0].Partitions != 2 || list[0].Parked != 2 ||
+		list[0].OldestAgeMs < (3*time.Hour).Milliseconds() || list[0].OldestAgeMs > (4*time.Hour).Milliseconds() ||
+		list[0].OldestJobAgeMs < (13*day).Milliseconds() || list[0].OldestJobAgeMs > (14*day).Milliseconds() {
 		t.Errorf("dlq list: %+v", list)
 	}
 	out, _, err = berthCLI(ctxT(t, time.Minute), "", "dlq", "list", "-b", addr)
-	if err != nil || !strings.Contains(out, "dlq.jobs") || strings.Contains(out, "\njobs ") {
+	t.Logf("dlq list:\n%s", out)
+	if err != nil || !strings.Contains(out, "dlq.jobs") || strings.Contains(out, "\njobs ") ||
+		!strings.Contains(out, "OLDEST-JOB-AGE") || !strings.Contains(out, " 13d") {
 		t.Errorf("dlq list (%v):\n%s", err, out)
 	}
 }
@@ -453,7 +471,7 @@ func TestDLQCLIPurge(t *testing.T) {
 	addr, cl := startDLQBroker(t, 1)
 	jobs := numberedJobs("jobs", 0, 3, "rejected")
 	old := time.Now().Add(-3 * time.Hour)
-	jobs[0].at, jobs[1].at = old, old
+	jobs[0].parked, jobs[1].parked = old, old
 	jobs[1].redrives = 3 // refused by the loop guard
 	parkJobs(t, cl, "dlq.jobs", 0, jobs...)
 	var res redriveJSON

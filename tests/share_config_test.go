@@ -195,7 +195,7 @@ func TestShareConfigInvalidValues(t *testing.T) {
 		{[]string{"share.partition.max.record.locks", "50000"}, "group.share.max.partition.max.record.locks"},
 		{[]string{"share.auto.offset.reset", "newest"}, "by_duration"},
 		{[]string{"share.auto.offset.reset", "by_duration:1h"}, "ISO-8601"},
-		{[]string{"share.isolation.level", "read_committed"}, "read_uncommitted"},
+		{[]string{"share.isolation.level", "committed"}, "read_uncommitted or read_committed"},
 		{[]string{"errors.deadletterqueue.topic.name", "shipments-dlq"}, "dlq.shipments-dlq"},
 		{[]string{"errors.deadletterqueue.topic.name", "dlq.bad name"}, "may only contain"},
 		{[]string{"errors.deadletterqueue.copy.record.enable", "yes"}, "true or false"},

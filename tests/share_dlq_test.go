@@ -100,8 +100,8 @@ func TestShareDLQRejectedRecord(t *testing.T) {
 	if string(d.Key) != "order-7" || string(d.Value) != `{"sku":"x"}` {
 		t.Errorf("DLQ record key %q value %q", d.Key, d.Value)
 	}
-	if !d.Timestamp.Equal(ts) {
-		t.Errorf("DLQ record timestamp %v, want the source's %v", d.Timestamp, ts)
+	if d.Timestamp.Before(ts.Add(time.Minute / 2)) {
+		t.Errorf("DLQ record timestamp %v, want the time it was parked, not the source's %v", d.Timestamp, ts)
 	}
 	h := headerMap(t, d)
 	checkContext(t, h, map[string]string{
@@ -168,6 +168,110 @@ func TestShareDLQDeliveryLimitReached(t *testing.T) {
 	})
 	produceSync(t, prod, &kgo.Record{Topic: "emails", Value: []byte("marker")})
 	receiveJob(t, cl, "marker").Ack(kgo.AckAccept)
+}
+
+// A job produced 13 days ago and parked now is stamped with the time it
+// was parked: the DLQ topic's 7-day retention keeps it, while it deletes
+// a record that really is 13 days old. The job's own timestamp is in
+// __dlq.errors.berth.timestamp, and `berth dlq list` and `inspect` show
+// both ages.
+func TestShareDLQRecordStampedWhenParked(t *testing.T) {
+	n := tc.Start(t, tc.With("log.retention.check.interval.ms", "50"))
+	tc.CreateTopic(t, n.Addr(), "renewals", 1, nil)
+	// segment.ms=1: every write after the first rolls a segment, so each
+	// record has its own and retention judges each by its timestamp.
+	// Retention is off until every record is in place.
+	dlqConfigs := dlqTopicConfigs()
+	dlqConfigs["segment.ms"] = kadm.StringPtr("1")
+	dlqConfigs["retention.ms"] = kadm.StringPtr("-1")
+	tc.CreateTopic(t, n.Addr(), "dlq.renewals", 1, dlqConfigs)
+	prod := tc.Client(t, n.Addr())
+	adm := tc.Admin(t, n.Addr())
+	setGroupConfigs(t, prod, "renewers",
+		"errors.deadletterqueue.topic.name", "dlq.renewals",
+		"share.delivery.count.limit", "2",
+		"share.retry.backoff.initial.ms", "50",
+		"share.retry.backoff.max.ms", "50",
+		"share.auto.offset.reset", "earliest")
+
+	const day = 24 * time.Hour
+	produced := time.UnixMilli(time.Now().Add(-13 * day).UnixMilli())
+	// A record that really is 13 days old, first in the DLQ topic:
+	// retention must delete it.
+	produceSync(t, prod, &kgo.Record{Topic: "dlq.renewals", Value: []byte("really old"), Timestamp: produced})
+	produceSync(t, prod, &kgo.Record{Topic: "renewals", Key: []byte("sub-9"), Value: []byte("renew"), Timestamp: produced})
+	cl := shareConsumer(t, n.Addr(), "renewers", "renewals")
+	before := time.Now()
+	for range 2 { // the delivery limit: released twice, then parked
+		receiveJob(t, cl, "renew").Ack(kgo.AckRelease)
+		if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d *kgo.Record
+	tc.Eventually(t, 30*time.Second, func() error {
+		recs := consumeN(t, n.Addr(), "dlq.renewals", 2)
+		d = recs[len(recs)-1]
+		if string(d.Value) != "renew" {
+			return fmt.Errorf("DLQ record %q, want the parked job", d.Value)
+		}
+		return nil
+	})
+	after := time.Now()
+	if d.Timestamp.Before(before.Truncate(time.Millisecond)) || d.Timestamp.After(after) {
+		t.Errorf("DLQ record timestamp %v, want the time it was parked (between %v and %v)", d.Timestamp, before, after)
+	}
+	checkContext(t, headerMap(t, d), map[string]string{
+		"__dlq.errors.berth.timestamp": strconv.FormatInt(produced.UnixMilli(), 10),
+		"__dlq.errors.delivery.count":  "2",
+		"__dlq.errors.berth.reason":    "delivery limit reached",
+	})
+
+	// A later record closes the parked job's segment; then a 7-day
+	// retention (shorter than the job's age, longer than since parking)
+	// deletes the really old record and keeps the parked job.
+	produceSync(t, prod, &kgo.Record{Topic: "dlq.renewals", Value: []byte("later")})
+	week := strconv.FormatInt((7 * day).Milliseconds(), 10)
+	rs, err := adm.AlterTopicConfigs(ctxT(t, 10*time.Second),
+		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &week}}, "dlq.renewals")
+	if err == nil {
+		_, err = rs.On("dlq.renewals", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start int64
+	tc.Eventually(t, 30*time.Second, func() error {
+		starts, err := adm.ListStartOffsets(ctxT(t, 10*time.Second), "dlq.renewals")
+		if err != nil {
+			return err
+		}
+		o, _ := starts.Lookup("dlq.renewals", 0)
+		if start = o.Offset; start < 1 {
+			return fmt.Errorf("log start offset %d: retention has not run yet", start)
+		}
+		return nil
+	})
+	if start != 1 {
+		t.Fatalf("log start offset %d after retention: the parked job (offset 1) was deleted as if it were 13 days old", start)
+	}
+
+	var list []struct {
+		Topic          string `json:"topic"`
+		OldestAgeMs    int64  `json:"oldest_age_ms"`
+		OldestJobAgeMs int64  `json:"oldest_job_age_ms"`
+	}
+	berthJSON(t, &list, "dlq", "list", "-b", n.Addr())
+	if len(list) != 1 || list[0].OldestAgeMs > time.Minute.Milliseconds() ||
+		list[0].OldestJobAgeMs < (13*day).Milliseconds() || list[0].OldestJobAgeMs > (14*day).Milliseconds() {
+		t.Errorf("dlq list: %+v, want the oldest parked under a minute ago, its job 13 days old", list)
+	}
+	var jobs []dlqJobJSON
+	berthJSON(t, &jobs, "dlq", "inspect", "dlq.renewals", "--since", "1h", "-b", n.Addr())
+	if len(jobs) != 2 || jobs[0].SourceTimestamp != produced.UnixMilli() || jobs[0].AgeMs > time.Minute.Milliseconds() ||
+		jobs[0].SourceAgeMs < (13*day).Milliseconds() {
+		t.Errorf("dlq inspect --since 1h: %+v, want the parked job (parked now, 13 days old) and the later record", jobs)
+	}
 }
 
 // A DLQ topic that is missing, then lacks errors.deadletterqueue.group.enable,

@@ -19,7 +19,11 @@ package app
 //     context headers (share.DLQHeaders);
 //   - otherwise only the context headers, with no key and no value.
 //
-// The record keeps the source record's timestamp. Its partition is chosen
+// The record's timestamp is the time it is parked (the time of this
+// write, so a record parked again after a reload gets the new write's
+// time): the DLQ topic's retention counts from when the job was parked,
+// not from when it was produced. The source record's own timestamp goes
+// in the __dlq.errors.berth.timestamp header. Its partition is chosen
 // by kgo's default partitioner: the murmur2 hash of the key, as Kafka's
 // producers do, so a keyed job lands in the same dead-letter partition
 // every time; records without a key (and all of them when the record is
@@ -79,7 +83,7 @@ func (w *dlqWriter) Park(ctx context.Context, k sharepart.Key, topic, dlqTopic s
 	if err := w.checkTopic(ctx, im, k.Group, dlqTopic); err != nil {
 		return err
 	}
-	recs, err := w.sourceRecords(k, topic, dlqTopic, a, g.DLQCopyRecord)
+	recs, err := w.sourceRecords(k, topic, dlqTopic, a, g.DLQCopyRecord, time.Now())
 	if err != nil {
 		return err
 	}
@@ -148,9 +152,10 @@ func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 }
 
 // sourceRecords reads the records [a.First, a.Last] of the source
-// partition and makes their dead-letter records; offsets with no record
-// (compacted, deleted, control batches) are skipped.
-func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool) ([]*kgo.Record, error) {
+// partition and makes their dead-letter records, stamped parkedAt;
+// offsets with no record (compacted, deleted, control batches) are
+// skipped.
+func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool, parkedAt time.Time) ([]*kgo.Record, error) {
 	part := w.n.replicas.Get(topic, k.Partition)
 	if part == nil {
 		return nil, fmt.Errorf("reading records to dead-letter: %s/%d is not on this broker", topic, k.Partition)
@@ -198,7 +203,7 @@ func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a sha
 				if h.Attributes&batch.AttrLogAppendTime != 0 {
 					ts = h.MaxTimestamp
 				}
-				out = append(out, dlqRecord(k, topic, dlqTopic, o, ts, r, a, copyRecord))
+				out = append(out, dlqRecord(k, topic, dlqTopic, o, ts, parkedAt, r, a, copyRecord))
 			}
 		}
 		if next <= off {
@@ -209,10 +214,12 @@ func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a sha
 	return out, nil
 }
 
-// dlqRecord is the dead-letter record of source record r at offset o.
-// Its slices are copies: r aliases the read buffer or the scratch.
-func dlqRecord(k sharepart.Key, topic, dlqTopic string, o, ts int64, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
-	rec := &kgo.Record{Topic: dlqTopic, Timestamp: time.UnixMilli(ts)}
+// dlqRecord is the dead-letter record of source record r at offset o,
+// whose timestamp is ts (ms): its own timestamp is parkedAt, ts goes in
+// a context header. Its slices are copies: r aliases the read buffer or
+// the scratch.
+func dlqRecord(k sharepart.Key, topic, dlqTopic string, o, ts int64, parkedAt time.Time, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
+	rec := &kgo.Record{Topic: dlqTopic, Timestamp: parkedAt}
 	if copyRecord {
 		rec.Key = cloneBytes(r.Key)
 		rec.Value = cloneBytes(r.Value)

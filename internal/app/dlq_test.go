@@ -3,6 +3,7 @@ package app
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/share"
@@ -12,6 +13,7 @@ import (
 // A copied DLQ record keeps the source's key, value and headers, minus
 // __dlq.errors.* headers of an earlier parking except the redrive count,
 // then the context headers; without copying it has the context only.
+// Its timestamp is the parking time; the source's is in a header.
 func TestDLQRecordHeaders(t *testing.T) {
 	src := batch.Record{Key: []byte("k"), Value: []byte("v"), Headers: []batch.RecordHeader{
 		{Key: "trace", Value: []byte("1")},
@@ -21,8 +23,9 @@ func TestDLQRecordHeaders(t *testing.T) {
 	}}
 	k := sharepart.Key{Group: "g", Partition: 3}
 	a := share.DLQAction{First: 7, Last: 7, Reason: share.ReasonRejected, DeliveryCount: 1, ErrorText: "boom"}
-	r := dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, src, a, true)
-	if string(r.Key) != "k" || string(r.Value) != "v" || r.Topic != "dlq.jobs" || r.Timestamp.UnixMilli() != 1000 {
+	parked := time.UnixMilli(5000)
+	r := dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, true)
+	if string(r.Key) != "k" || string(r.Value) != "v" || r.Topic != "dlq.jobs" || r.Timestamp.UnixMilli() != 5000 {
 		t.Fatalf("record %+v", r)
 	}
 	var keys []string
@@ -45,7 +48,7 @@ func TestDLQRecordHeaders(t *testing.T) {
 		}
 	}
 
-	r = dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, src, a, false)
+	r = dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, false)
 	if r.Key != nil || r.Value != nil || r.Headers[0].Key != share.HeaderDLQTopic {
 		t.Fatalf("without copy: %+v", r)
 	}

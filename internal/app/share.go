@@ -37,7 +37,7 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 // and every ShareFetch, so it only reads the in-memory image. Settings
 // that fail validation (only a group config set under other broker
 // bounds can) fall back to the broker defaults pc, keeping the group's
-// dead-letter topic and share.auto.offset.reset.
+// dead-letter topic, share.auto.offset.reset and share.isolation.level.
 // Resolved settings are cached per metadata image (a new image, after
 // any metadata change, starts a new cache).
 func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(group string) sharepart.GroupSettings {
@@ -62,7 +62,8 @@ func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(
 			g.Partition = pc
 			g.Partition.DeadLetter = g.DLQTopic != ""
 		}
-		s = sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset}
+		s = sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset,
+			ReadCommitted: g.IsolationLevel == config.ReadCommitted}
 		mu.Lock()
 		if cached == im {
 			byName[group] = s

@@ -82,12 +82,13 @@ func withDLQAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, 
 type dlqJob struct {
 	Partition       int32             `json:"partition"` // in the DLQ topic
 	Offset          int64             `json:"offset"`    // in the DLQ topic
-	Timestamp       int64             `json:"timestamp"` // the DLQ record's, ms
-	AgeMs           int64             `json:"age_ms"`    // now minus the job's time (jobMs)
+	Timestamp       int64             `json:"timestamp"` // the DLQ record's: when the job was parked, ms
+	AgeMs           int64             `json:"age_ms"`    // now minus Timestamp: how long it has been parked
 	SourceTopic     string            `json:"source_topic"`
 	SourcePartition int32             `json:"source_partition"` // -1: unknown
 	SourceOffset    int64             `json:"source_offset"`    // -1: unknown
-	SourceMs        int64             `json:"source_timestamp"` // -1: unknown
+	SourceMs        int64             `json:"source_timestamp"` // the job's own timestamp; -1: unknown
+	SourceAgeMs     int64             `json:"source_age_ms"`    // now minus SourceMs: the job's age; -1: unknown
 	Group           string            `json:"group"`
 	Reason          string            `json:"reason"`
 	Message         string            `json:"message"`
@@ -157,21 +158,12 @@ func decodeDLQ(r *kgo.Record, now time.Time) dlqJob {
 	}
 	j.Key, j.KeyEncoding = encodeBytes(r.Key)
 	j.Value, j.ValueEncoding = encodeBytes(r.Value)
-	j.AgeMs = max(now.UnixMilli()-j.jobMs(), 0)
-	return j
-}
-
-// jobMs is the job's time, which the filters and ages use: the source
-// record's timestamp (__dlq.errors.berth.timestamp), else the DLQ
-// record's. Berth's dead-letter writer gives the DLQ record the source's
-// timestamp, so a Kafka record carries no parking time (unless the DLQ
-// topic has message.timestamp.type=LogAppendTime, and then only without
-// the header).
-func (j dlqJob) jobMs() int64 {
+	j.AgeMs = max(now.UnixMilli()-j.Timestamp, 0)
+	j.SourceAgeMs = -1
 	if j.SourceMs >= 0 {
-		return j.SourceMs
+		j.SourceAgeMs = max(now.UnixMilli()-j.SourceMs, 0)
 	}
-	return j.Timestamp
+	return j
 }
 
 // redriveRecord is the record redrive produces for DLQ record r: r's key
@@ -190,7 +182,10 @@ func redriveRecord(r *kgo.Record, topic string, redrives int64) *kgo.Record {
 
 // ---- filters ----
 
-// dlqFilter selects parked jobs by reason and by the job's time (jobMs).
+// dlqFilter selects parked jobs by reason and by the time they were
+// parked: the DLQ record's timestamp, which retention counts from too
+// (Berth's dead-letter writer and Kafka's both stamp the DLQ record with
+// the time of the write).
 type dlqFilter struct {
 	reason       string // "" any; else a Reason token
 	since, until time.Time
@@ -252,10 +247,10 @@ func (f dlqFilter) match(j dlqJob) bool {
 	if f.reason != "" && !strings.EqualFold(j.Reason, f.reason) {
 		return false
 	}
-	if !f.since.IsZero() && j.jobMs() < f.since.UnixMilli() {
+	if !f.since.IsZero() && j.Timestamp < f.since.UnixMilli() {
 		return false
 	}
-	if !f.until.IsZero() && j.jobMs() >= f.until.UnixMilli() {
+	if !f.until.IsZero() && j.Timestamp >= f.until.UnixMilli() {
 		return false
 	}
 	return true
@@ -373,12 +368,17 @@ func scanRange(ctx context.Context, cf *clientFlags, topic string, rng dlqBounds
 // ---- list ----
 
 type dlqTopicInfo struct {
-	Topic       string   `json:"topic"`
-	Partitions  int      `json:"partitions"`
-	Parked      int64    `json:"parked"`        // high watermark minus log start, summed
-	OldestAgeMs int64    `json:"oldest_age_ms"` // of the first record of each partition; -1: empty or unknown
-	Groups      []string `json:"groups"`        // share groups whose DLQ topic it is (where group configs are served)
-	Error       string   `json:"error,omitempty"`
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Parked     int64  `json:"parked"` // high watermark minus log start, summed
+	// OldestAgeMs is how long ago the job parked longest ago was parked
+	// (the largest age of the first record of each partition), and
+	// OldestJobAgeMs that job's own age (from its timestamp,
+	// __dlq.errors.berth.timestamp); -1: empty or unknown.
+	OldestAgeMs    int64    `json:"oldest_age_ms"`
+	OldestJobAgeMs int64    `json:"oldest_job_age_ms"`
+	Groups         []string `json:"groups"` // share groups whose DLQ topic it is (where group configs are served)
+	Error          string   `json:"error,omitempty"`
 }
 
 func newDLQListCmd(cf *clientFlags) *cobra.Command {
@@ -404,13 +404,14 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
 					_, err := fmt.Fprintf(out, "No dead-letter topics (no topic named %s* or with %s=true).\n", prefix, share.TopicConfigDLQGroupEnable)
 					return err
 				}
-				t := newTable(out, "topic", "partitions", "parked", "oldest", "groups")
+				t := newTable(out, "topic", "partitions", "parked", "oldest", "oldest-job-age", "groups")
 				for _, i := range infos {
 					parked := strconv.FormatInt(i.Parked, 10)
 					if i.Error != "" {
 						parked = "- (" + i.Error + ")"
 					}
-					t.row(i.Topic, i.Partitions, parked, formatAge(i.OldestAgeMs), dashIfEmpty(strings.Join(i.Groups, ",")))
+					t.row(i.Topic, i.Partitions, parked, formatAge(i.OldestAgeMs), formatAge(i.OldestJobAgeMs),
+						dashIfEmpty(strings.Join(i.Groups, ",")))
 				}
 				return t.flush()
 			})
@@ -463,7 +464,7 @@ func listDLQTopics(ctx context.Context, cf *clientFlags, cl *kgo.Client, adm *ka
 	infos := make([]dlqTopicInfo, 0, len(names))
 	oldestAt := map[string]map[int32]int64{}
 	for _, name := range names {
-		info := dlqTopicInfo{Topic: name, Partitions: len(tds[name].Partitions), OldestAgeMs: -1, Groups: users[name]}
+		info := dlqTopicInfo{Topic: name, Partitions: len(tds[name].Partitions), OldestAgeMs: -1, OldestJobAgeMs: -1, Groups: users[name]}
 		if info.Groups == nil {
 			info.Groups = []string{}
 		}
@@ -484,11 +485,14 @@ func listDLQTopics(ctx context.Context, cf *clientFlags, cl *kgo.Client, adm *ka
 		infos = append(infos, info)
 	}
 	if len(oldestAt) > 0 {
-		stamps := recordTimestamps(ctx, cf, oldestAt)
+		firsts := firstRecords(ctx, cf, oldestAt)
 		t := now()
 		for i := range infos {
-			for _, ts := range stamps[infos[i].Topic] {
-				infos[i].OldestAgeMs = max(infos[i].OldestAgeMs, max(t.Sub(ts).Milliseconds(), 0))
+			for _, p := range slices.Sorted(maps.Keys(firsts[infos[i].Topic])) {
+				j := decodeDLQ(firsts[infos[i].Topic][p], t)
+				if j.AgeMs > infos[i].OldestAgeMs {
+					infos[i].OldestAgeMs, infos[i].OldestJobAgeMs = j.AgeMs, j.SourceAgeMs
+				}
 			}
 		}
 	}
@@ -553,8 +557,8 @@ func newDLQInspectCmd(cf *clientFlags) *cobra.Command {
 	fs := cmd.Flags()
 	fs.IntVarP(&o.limit, "limit", "n", 0, "show at most this many jobs (0: all)")
 	fs.StringVar(&o.reason, "reason", "", "only jobs parked for this reason: rejected or delivery-limit")
-	fs.StringVar(&o.since, "since", "", "only jobs whose timestamp (the source record's) is at or after this time (a duration ago, 2h, or YYYY-MM-DDTHH:MM:SS[Z])")
-	fs.StringVar(&o.until, "until", "", "only jobs whose timestamp is before this time (as --since)")
+	fs.StringVar(&o.since, "since", "", "only jobs parked at or after this time (a duration ago, 2h, or YYYY-MM-DDTHH:MM:SS[Z])")
+	fs.StringVar(&o.until, "until", "", "only jobs parked before this time (as --since)")
 	return cmd
 }
 
@@ -574,7 +578,7 @@ func printDLQJobs(w io.Writer, topic string, jobs []dlqJob) error {
 		_, err := fmt.Fprintf(w, "No parked jobs in %s match.\n", topic)
 		return err
 	}
-	t := newTable(w, "partition", "offset", "source", "group", "reason", "deliveries", "redrives", "age", "key", "error")
+	t := newTable(w, "partition", "offset", "source", "group", "reason", "deliveries", "redrives", "parked", "job-age", "key", "error")
 	for _, j := range jobs {
 		src := "-"
 		if j.SourceTopic != "" {
@@ -589,7 +593,7 @@ func printDLQJobs(w io.Writer, topic string, jobs []dlqJob) error {
 			errText = "-"
 		}
 		t.row(j.Partition, j.Offset, src, dashIfEmpty(j.Group), dashIfEmpty(j.Reason), dashIfNegative(j.DeliveryCount),
-			j.RedriveCount, formatAge(j.AgeMs), key, errText)
+			j.RedriveCount, formatAge(j.AgeMs), formatAge(j.SourceAgeMs), key, errText)
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -750,7 +754,7 @@ func newDLQPurgeCmd(cf *clientFlags) *cobra.Command {
 	fs := cmd.Flags()
 	fs.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&redriven, "redriven", false, "delete only up to the redrive group's committed offsets (what `dlq redrive` has handled)")
-	fs.StringVar(&before, "before", "", "delete only the records before the first one whose timestamp is at or after this time (a duration ago, 72h, or YYYY-MM-DDTHH:MM:SS[Z])")
+	fs.StringVar(&before, "before", "", "delete only the records before the first one parked at or after this time (a duration ago, 72h, or YYYY-MM-DDTHH:MM:SS[Z])")
 	fs.StringVar(&prefix, "prefix", share.DefaultDLQTopicNamePrefix, "DLQ topic name prefix; a topic without it must have "+share.TopicConfigDLQGroupEnable+"=true")
 	fs.StringVar(&group, "group", "", "with --redriven: the redrive group (default "+redriveGroupPrefix+"DLQ-TOPIC)")
 	return cmd

@@ -67,7 +67,8 @@ func TestDLQRedriveRecord(t *testing.T) {
 		{Key: share.HeaderDLQTimestamp, Value: []byte("4")},
 	}}
 	j := decodeDLQ(r, time.UnixMilli(1004))
-	if j.RedriveCount != 2 || j.SourceTopic != "jobs" || j.ClientError != "boom\nstack" || j.SourceMs != 4 || j.AgeMs != 1000 ||
+	if j.RedriveCount != 2 || j.SourceTopic != "jobs" || j.ClientError != "boom\nstack" || j.SourceMs != 4 || j.SourceAgeMs != 1000 ||
+		j.Timestamp != 5 || j.AgeMs != 999 ||
 		len(j.Headers) != 1 || j.Headers["trace"] != "t" {
 		t.Errorf("decoded %+v", j)
 	}
@@ -84,8 +85,10 @@ func TestDLQFilterAndFormatting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The filters take the time a job was parked (the DLQ record's
+	// timestamp), not the job's own (days older here).
 	job := func(reason string, at time.Time) dlqJob {
-		return dlqJob{Reason: reason, SourceMs: at.UnixMilli()}
+		return dlqJob{Reason: reason, Timestamp: at.UnixMilli(), SourceMs: at.Add(-13 * 24 * time.Hour).UnixMilli()}
 	}
 	for _, c := range []struct {
 		j    dlqJob

@@ -903,6 +903,18 @@ func fillOldestAges(ctx context.Context, cf *clientFlags, rows []groupOffsetRow,
 // at or after each offset in want, and returns their timestamps. It gives up
 // after --timeout, returning what it has.
 func recordTimestamps(ctx context.Context, cf *clientFlags, want map[string]map[int32]int64) map[string]map[int32]time.Time {
+	got := map[string]map[int32]time.Time{}
+	for t, ps := range firstRecords(ctx, cf, want) {
+		got[t] = map[int32]time.Time{}
+		for p, r := range ps {
+			got[t][p] = r.Timestamp
+		}
+	}
+	return got
+}
+
+// firstRecords is recordTimestamps with the whole records.
+func firstRecords(ctx context.Context, cf *clientFlags, want map[string]map[int32]int64) map[string]map[int32]*kgo.Record {
 	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
 	defer cancel()
 	offsets := map[string]map[int32]kgo.Offset{}
@@ -914,7 +926,7 @@ func recordTimestamps(ctx context.Context, cf *clientFlags, want map[string]map[
 			remaining++
 		}
 	}
-	got := map[string]map[int32]time.Time{}
+	got := map[string]map[int32]*kgo.Record{}
 	cl, err := cf.connect(ctx,
 		kgo.ConsumePartitions(offsets),
 		kgo.FetchMaxPartitionBytes(64<<10), // one record is all we need
@@ -939,9 +951,9 @@ func recordTimestamps(ctx context.Context, cf *clientFlags, want map[string]map[
 				continue
 			}
 			if got[r.Topic] == nil {
-				got[r.Topic] = map[int32]time.Time{}
+				got[r.Topic] = map[int32]*kgo.Record{}
 			}
-			got[r.Topic][r.Partition] = r.Timestamp
+			got[r.Topic][r.Partition] = r
 			remaining--
 			if done == nil {
 				done = map[string][]int32{}

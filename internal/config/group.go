@@ -36,7 +36,7 @@ var groupDefs = []Def{
 	{Name: share.ConfigDeliveryCountLimit, Kind: KindInt, Topic: share.BrokerDeliveryCountLimit, Doc: "Deliveries after which a released or lock-expired record is archived, or parked in the dead-letter topic; between group.share.min.delivery.count.limit and group.share.max.delivery.count.limit.", Valid: atLeast(2)},
 	{Name: share.ConfigMaxRecordLocks, Kind: KindInt, Topic: share.BrokerMaxRecordLocks, Doc: "Most in-flight records of one share-partition of this group; between group.share.min.partition.max.record.locks and group.share.max.partition.max.record.locks.", Valid: atLeast(1)},
 	{Name: share.ConfigAutoOffsetReset, Kind: KindString, Default: "latest", Doc: "Where a share-partition with no state starts: latest, earliest or by_duration:<ISO-8601 duration> (the first record at most that old, e.g. by_duration:PT1H).", Valid: validAutoOffsetReset},
-	{Name: "share.isolation.level", Kind: KindString, Default: ReadUncommitted, Doc: "read_uncommitted only: Berth has no transactions yet.", Valid: validIsolation},
+	{Name: share.ConfigIsolationLevel, Kind: KindString, Default: ReadUncommitted, Doc: "How the group reads transactional records: read_uncommitted delivers every record, read_committed only committed ones (none of an aborted transaction, none past the last stable offset). Control records are never delivered.", Valid: validIsolation},
 	{Name: share.ConfigDLQTopicName, Kind: KindString, Default: "", Doc: "The group's dead-letter topic (KIP-1191): rejected records and records past the delivery limit are written there before they are archived. Must start with errors.deadletterqueue.topic.name.prefix; empty: none."},
 	{Name: share.ConfigDLQCopyRecordEnable, Kind: KindBool, Default: "true", Doc: "Dead-letter records carry the source record's key, value and headers (true, Berth's default) or only the context headers (false, Kafka's default)."},
 	{Name: share.ConfigRetryBackoffInitialMs, Kind: KindInt, Topic: share.BrokerRetryBackoffInitialMs, Doc: "Berth addition: delay before a released or lock-expired record is delivered again; 0 redelivers at once.", Valid: atLeast(0)},
@@ -88,13 +88,10 @@ func validAutoOffsetReset(s string) error {
 }
 
 func validIsolation(s string) error {
-	switch s {
-	case ReadUncommitted:
+	if s == ReadUncommitted || s == ReadCommitted {
 		return nil
-	case ReadCommitted:
-		return errors.New("is not served: Berth has no transactions yet, so every record is committed; use read_uncommitted")
 	}
-	return errors.New("must be read_uncommitted")
+	return errors.New("must be read_uncommitted or read_committed")
 }
 
 // ResolveGroup returns a group config's effective value: the group's own,
@@ -161,7 +158,7 @@ func (c *Config) ShareGroup(group, dynamic map[string]string) (ShareGroup, error
 	}
 	g := ShareGroup{
 		AutoOffsetReset: get(share.ConfigAutoOffsetReset),
-		IsolationLevel:  get("share.isolation.level"),
+		IsolationLevel:  get(share.ConfigIsolationLevel),
 		DLQTopic:        get(share.ConfigDLQTopicName),
 	}
 	g.DLQCopyRecord, _ = strconv.ParseBool(get(share.ConfigDLQCopyRecordEnable))

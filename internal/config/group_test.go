@@ -36,7 +36,7 @@ func TestShareGroupConfigs(t *testing.T) {
 		{map[string]string{"share.record.lock.duration.ms": "1000"}, "group.share.min.record.lock.duration.ms"},
 		{map[string]string{"share.retry.backoff.initial.ms": "5000", "share.retry.backoff.max.ms": "10"}, "share.retry.backoff.max.ms"},
 		{map[string]string{"share.retry.backoff.jitter": "2"}, "between 0 and 1"},
-		{map[string]string{"share.isolation.level": "read_committed"}, "no transactions"},
+		{map[string]string{"share.isolation.level": "committed"}, "read_uncommitted or read_committed"},
 		{map[string]string{"share.auto.offset.reset": "newest"}, "by_duration"},
 		{map[string]string{"errors.deadletterqueue.topic.name": "jobs-dlq"}, `name the dead-letter topic parked.jobs-dlq`},
 		{map[string]string{"share.unknown": "1"}, "unknown group config"},
@@ -49,5 +49,13 @@ func TestShareGroupConfigs(t *testing.T) {
 	}
 	if err := c.CheckGroupConfigs(map[string]string{"share.auto.offset.reset": "by_duration:PT1H", "share.delivery.count.limit": "10"}, dynamic); err != nil {
 		t.Fatal(err)
+	}
+	for _, level := range []string{"read_committed", "read_uncommitted"} {
+		if err := c.CheckGroupConfigs(map[string]string{"share.isolation.level": level}, dynamic); err != nil {
+			t.Errorf("share.isolation.level=%s: %v", level, err)
+		}
+	}
+	if g, err := c.ShareGroup(map[string]string{"share.isolation.level": "read_committed"}, dynamic); err != nil || g.IsolationLevel != ReadCommitted {
+		t.Errorf("share.isolation.level=read_committed resolves to %+v, %v", g, err)
 	}
 }

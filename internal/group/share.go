@@ -312,9 +312,65 @@ func (c *Coordinator) IsShareGroup(groupID string) (ok, known bool) {
 	return g.isShare(), true
 }
 
+// CreateShareGroup is AlterShareGroupOffsets' group check: a share
+// group answers its member count (the caller refuses a group with
+// members), and a group id no group has becomes an empty share group,
+// durably, first, as Kafka 4.2 does, so that an operator can set a new
+// group's start offsets before any consumer joins. A group of another
+// type answers GROUP_ID_NOT_FOUND "Group g is not a share group." (as
+// Kafka's GroupMetadataManager does for every share group API), one
+// being deleted COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR and
+// COORDINATOR_LOAD_IN_PROGRESS when this coordinator cannot tell.
+// respond is called exactly once, possibly from another goroutine.
+func (c *Coordinator) CreateShareGroup(groupID string, respond func(members int, code int16, msg string)) {
+	g, code := c.acquire(groupID, true)
+	if code != 0 {
+		respond(0, code, "")
+		return
+	}
+	var f fx
+	defer c.release(g, &f)
+	switch {
+	case g.state == stateDead:
+		f.add(func() { respond(0, kerr.CoordinatorNotAvailable.Code, "group "+groupID+" is being deleted") })
+		return
+	case !g.isShare() && !g.blank():
+		f.add(func() { respond(0, kerr.GroupIDNotFound.Code, "Group "+groupID+" is not a share group.") })
+		return
+	case !g.isShare():
+		// A group made by this call (acquire): it becomes a share group.
+		g.sh = &shareGroup{sg: share.NewShareGroup(g.id, c.shareConfig(), groupTopics{c})}
+		g.protocolType = shareProtocolType
+	}
+	sh, n := g.sh, g.sh.sg.Len()
+	now := c.cfg.Now()
+	epoch := sh.sg.Epoch()
+	ch := sh.sg.Create()
+	reply := func(err error) {
+		if err != nil {
+			c.log.Warn("writing share group records failed", "group", groupID, "err", err)
+			respond(0, storeErrorCode(err, false), "")
+			return
+		}
+		respond(n, 0, "")
+	}
+	switch {
+	case len(ch.Records) > 0 || sh.dirty:
+		if len(ch.Records) > 0 {
+			c.log.Info("creating empty share group", "group", groupID)
+		}
+		c.shareChanged(g, ch, epoch, now, &f)
+		c.persistShare(g, ch.Records, reply)
+	case sh.inflight > 0:
+		// Answer no earlier than the writes this answer reflects.
+		sh.waiters = append(sh.waiters, reply)
+	default:
+		f.add(func() { respond(n, 0, "") })
+	}
+}
+
 // ShareGroupMembers reports the number of members of the share group
-// groupID, for AlterShareGroupOffsets and DeleteShareGroupOffsets (which
-// need an empty group). ok is false when groupID is not a share group;
+// groupID, for DeleteShareGroupOffsets (which needs an empty group). ok is false when groupID is not a share group;
 // code is NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS when this
 // coordinator cannot tell.
 func (c *Coordinator) ShareGroupMembers(groupID string) (n int, ok bool, code int16) {

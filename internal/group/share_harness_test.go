@@ -16,6 +16,7 @@ import (
 //	shb member=a [join|leave] [epoch=N] [id=X|noid] [v=1] [topics=(t,u)]
 //	    [rack=r] [group=g] [client=a]
 //	sdescribe [groups=(g,h)]
+//	screate [group=g]   AlterShareGroupOffsets' group check (CreateShareGroup)
 //
 // A member's id is its alias unless id= or, for a v0 join, noid (the
 // coordinator names it). A heartbeat sends the alias's last epoch (epoch=
@@ -26,6 +27,14 @@ func (h *harness) runShare(d *datadriven.TestData) bool {
 	switch d.Cmd {
 	case "shb":
 		h.shareHeartbeat(d)
+	case "screate":
+		group := h.arg(d, "group", "g")
+		h.c.CreateShareGroup(group, func(n int, c int16, msg string) {
+			if msg != "" {
+				msg = " " + msg
+			}
+			h.printf("screate %s: %s members=%d%s", group, code(c), n, msg)
+		})
 	case "sdescribe":
 		req := kmsg.NewPtrShareGroupDescribeRequest()
 		req.Version = int16(h.int(d, "v", 1))

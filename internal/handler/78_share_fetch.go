@@ -8,7 +8,10 @@ package handler
 // the share group when this node is its coordinator (UNKNOWN_MEMBER_ID
 // otherwise). Piggybacked acknowledgements are applied first, then every
 // partition of the session is read from where its share-partition hands
-// out records next, up to the high watermark, and acquired: the response
+// out records next, up to the high watermark (the last stable offset for
+// a group with share.isolation.level=read_committed, which archives the
+// records of aborted transactions instead; markers are archived at either
+// level), and acquired: the response
 // carries the batches holding acquired records and AcquiredRecords
 // (first, last, delivery count), at most MaxRecords records (v1+;
 // ShareAcquireMode's record limit is always strict), in AcquiredRecords

@@ -13,8 +13,11 @@ package handler
 // with no state yet (no ShareFetch of the group there) has StartOffset -1,
 // as Kafka answers for an uninitialized share-partition; a partition led
 // by another broker answers NOT_LEADER_OR_FOLLOWER (send the request to
-// its leader; `berth queue` does). A null Topics lists the partitions
-// this broker holds state for. The group must be a share group
+// its leader; `berth queue` does). A null Topics (kadm's form) lists the
+// partitions this broker leads that have state for the group: those it
+// has loaded, and those whose state the share coordinators hold (set by
+// AlterShareGroupOffsets, or loaded before a restart), read without
+// loading them. The group must be a share group
 // (GROUP_ID_NOT_FOUND otherwise) when this broker coordinates it; when it
 // does not, the group is not checked, since state lives on the leaders.
 //
@@ -38,9 +41,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/sharestate"
 )
 
 // Berth's tagged fields on DescribeShareGroupOffsets response partitions
@@ -135,18 +140,12 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 	}
 	im := b.image()
 	topics := rg.Topics
-	if topics == nil { // every share-partition this broker holds for the group
-		held := map[string][]int32{}
-		for _, s := range b.Shares.AllStats() {
-			if s.Key.Group == rg.GroupID {
-				held[s.Topic] = append(held[s.Topic], s.Key.Partition)
-			}
-		}
-		for name, ps := range held {
-			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-			topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: name, Partitions: ps})
-		}
-		sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
+	var (
+		known    map[sharepart.Key]share.PartitionStats // read already (null Topics)
+		knownErr map[sharepart.Key]error
+	)
+	if topics == nil {
+		topics, known, knownErr = b.shareTopicsWithState(ctx, im, rg.GroupID)
 	}
 	for _, rt := range topics {
 		t := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
@@ -163,8 +162,14 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 				p, perr := b.partition(mt, part)
 				if err = perr; err == nil {
 					sp.LeaderEpoch = p.LeaderEpoch()
-					st, ok, perr := b.Shares.Peek(ctx, sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part})
-					if err = perr; ok {
+					k := sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}
+					st, ok := known[k]
+					if perr, failed := knownErr[k]; failed {
+						err = perr
+					} else if !ok {
+						st, ok, err = b.Shares.Peek(ctx, k)
+					}
+					if ok {
 						sp.StartOffset = st.StartOffset
 						sp.Lag = max(p.HighWatermark()-st.StartOffset-st.Acknowledged-st.Archiving-st.Archived, 0)
 						setShareStatsTags(&sp, st, p.HighWatermark(), time.Now())
@@ -177,4 +182,58 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 		g.Topics = append(g.Topics, t)
 	}
 	return g
+}
+
+// shareTopicsWithState lists, sorted, the partitions this broker leads
+// on which group has share-partition state, with their stats (and the
+// keys whose state could not be read, listed too so the answer shows
+// the error): the share-partitions it has loaded, and every other
+// partition it leads of a non-internal topic whose state the share
+// coordinators hold, read in one batch per coordinator. Without
+// __share_group_state nothing has state but what is loaded.
+func (b *Broker) shareTopicsWithState(ctx context.Context, im *metadata.Image, group string) (
+	[]kmsg.DescribeShareGroupOffsetsRequestGroupTopic, map[sharepart.Key]share.PartitionStats, map[sharepart.Key]error) {
+	held := map[string][]int32{}
+	seen := map[sharepart.Key]bool{}
+	for _, s := range b.Shares.AllStats() {
+		if s.Key.Group == group {
+			held[s.Topic] = append(held[s.Topic], s.Key.Partition)
+			seen[s.Key] = true
+		}
+	}
+	var (
+		stats map[sharepart.Key]share.PartitionStats
+		errs  map[sharepart.Key]error
+	)
+	if im.Topic(sharestate.Topic) != nil {
+		var keys []sharepart.Key
+		names := map[[16]byte]string{}
+		for _, name := range im.TopicNames() {
+			t := im.Topic(name)
+			if t == nil || t.Internal {
+				continue
+			}
+			names[t.ID] = name
+			for _, p := range t.Partitions {
+				if k := (sharepart.Key{Group: group, TopicID: t.ID, Partition: p.Index}); p.Leader == b.NodeID && !seen[k] {
+					keys = append(keys, k)
+				}
+			}
+		}
+		stats, errs = b.Shares.PeekMany(ctx, keys)
+		for _, k := range keys {
+			_, ok := stats[k]
+			_, failed := errs[k]
+			if ok || failed {
+				held[names[k.TopicID]] = append(held[names[k.TopicID]], k.Partition)
+			}
+		}
+	}
+	var topics []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
+	for name, ps := range held {
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: name, Partitions: ps})
+	}
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
+	return topics, stats, errs
 }

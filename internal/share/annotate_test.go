@@ -18,7 +18,7 @@ func annotated(t *testing.T) *SharePartition {
 	cfg.Backoff = Backoff{}
 	cfg.MaxErrorText = 16
 	p := NewPartition(cfg, 0, nil)
-	if acq, _ := p.Acquire("a", []LogBatch{{0, 9}}, 10, spT0); len(acq) != 1 || acq[0] != (AcquiredRange{0, 9, 1}) {
+	if acq, _ := p.Acquire("a", []LogBatch{{First: 0, Last: 9}}, 10, spT0); len(acq) != 1 || acq[0] != (AcquiredRange{0, 9, 1}) {
 		t.Fatalf("acquired %v", acq)
 	}
 	return p
@@ -92,7 +92,7 @@ func TestAnnotateReleaseAtLimit(t *testing.T) {
 		t.Fatalf("DLQ after the first release: %+v", ch.DLQ)
 	}
 	at := spT0.Add(time.Second)
-	if acq, _ := p.Acquire("b", []LogBatch{{0, 0}}, 1, at); len(acq) != 1 || acq[0].DeliveryCount != 2 {
+	if acq, _ := p.Acquire("b", []LogBatch{{First: 0, Last: 0}}, 1, at); len(acq) != 1 || acq[0].DeliveryCount != 2 {
 		t.Fatalf("reacquired %v", acq)
 	}
 	if err := p.Annotate("a", 0, 0, "not yours", at); !errors.Is(err, ErrInvalidRecordState) {
@@ -102,7 +102,7 @@ func TestAnnotateReleaseAtLimit(t *testing.T) {
 	q := annotated(t)
 	_ = q.Annotate("a", 0, 0, "timeout 1", spT0)
 	ack(t, q, "a", 0, 0, AckRelease, "", spT0)
-	q.Acquire("b", []LogBatch{{0, 0}}, 1, at)
+	q.Acquire("b", []LogBatch{{First: 0, Last: 0}}, 1, at)
 	if ch := ack(t, q, "b", 0, 0, AckReject, "", at); len(ch.DLQ) != 1 || ch.DLQ[0].ErrorText != "" {
 		t.Fatalf("stale text parked: %+v", ch.DLQ)
 	}
@@ -120,7 +120,7 @@ func TestAnnotateReleaseAtLimit(t *testing.T) {
 func TestAnnotateExpiryAtLimit(t *testing.T) {
 	p := annotated(t)
 	ack(t, p, "a", 9, 9, AckRelease, "", spT0)
-	p.Acquire("a", []LogBatch{{9, 9}}, 1, spT0)
+	p.Acquire("a", []LogBatch{{First: 9, Last: 9}}, 1, spT0)
 	if err := p.Annotate("a", 9, 9, "stuck", spT0); err != nil {
 		t.Fatal(err)
 	}

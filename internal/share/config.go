@@ -18,6 +18,7 @@ const (
 	ConfigDeliveryCountLimit   = "share.delivery.count.limit"
 	ConfigMaxRecordLocks       = "share.partition.max.record.locks"
 	ConfigAutoOffsetReset      = "share.auto.offset.reset"
+	ConfigIsolationLevel       = "share.isolation.level"
 
 	BrokerRecordLockDurationMs = "group.share.record.lock.duration.ms"
 	BrokerDeliveryCountLimit   = "group.share.delivery.count.limit"
@@ -69,9 +70,12 @@ const (
 
 	// Berth additions to the context headers (Kafka has no equivalent):
 	// the reason as a stable token (Reason.String), the source record's
-	// timestamp (milliseconds since the epoch), the consumer's error text
-	// and stack as sent with its REJECT, and the number of times the
-	// record was redriven from the DLQ (the redrive loop guard).
+	// timestamp (milliseconds since the epoch; the DLQ record's own
+	// timestamp is the time it was parked, as Kafka's writer sets it, so
+	// the job's original time would be lost without this header), the
+	// consumer's error text and stack as sent with its REJECT, and the
+	// number of times the record was redriven from the DLQ (the redrive
+	// loop guard).
 	HeaderDLQReason       = "__dlq.errors.berth.reason"
 	HeaderDLQTimestamp    = "__dlq.errors.berth.timestamp"
 	HeaderDLQClientError  = "__dlq.errors.berth.client.error"

@@ -361,6 +361,21 @@ func (g *ShareGroup) NextExpiry() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
+// Create makes the group exist with no members, as AlterShareGroupOffsets
+// does for a group id no group has (Kafka 4.2): the group moves to epoch
+// 1 with an empty assignment, and the returned records (its metadata and
+// target assignment epoch) make a coordinator that replays them load it,
+// Empty. A group that exists already, or is being deleted, is left as it
+// is (no records).
+func (g *ShareGroup) Create() GroupChange {
+	var ch GroupChange
+	if g.epoch > 0 || g.dead {
+		return ch
+	}
+	g.bump(&ch)
+	return ch
+}
+
 // Delete deletes an empty group (DeleteGroups): it returns the group's
 // tombstones and the group is Dead (heartbeats answer
 // COORDINATOR_NOT_AVAILABLE) until the owner drops it once they are

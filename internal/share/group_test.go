@@ -204,6 +204,10 @@ func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
 		return b.String()
 	case "failover":
 		return h.failover()
+	case "create":
+		ch := h.g.Create()
+		h.log = append(h.log, ch.Records...)
+		return fmt.Sprintf("create: %d records state=%s exists=%t", len(ch.Records), h.g.State(), h.g.Exists())
 	case "delete":
 		recs, code := h.g.Delete()
 		h.log = append(h.log, recs...)

@@ -92,8 +92,15 @@ var (
 )
 
 // LogBatch is an offset range present in the log: a record batch's first
-// and last offset.
-type LogBatch struct{ First, Last int64 }
+// and last offset. Skip marks a batch whose records are never delivered:
+// a control batch (transaction marker), or, for a read_committed group
+// (share.isolation.level), a batch of an aborted transaction. Acquire
+// archives its offsets as it passes them, so the start offset moves past
+// them.
+type LogBatch struct {
+	First, Last int64
+	Skip        bool
+}
 
 // AcquiredRange is a range of records handed to a member, with the
 // delivery count of each (ShareFetchResponse's AcquiredRecords).
@@ -227,15 +234,18 @@ func (p *SharePartition) NextFetchOffset(now time.Time) (offset int64, ok bool) 
 }
 
 // Acquire hands records to member. fetched are the batches the caller
-// read from the log, in order, from NextFetchOffset on (every data batch
-// as read, up to its byte limit; control batches may be left out): in
-// the window, available records whose backoff is over are acquired;
-// past EndOffset, new records are acquired as long as the window holds
-// fewer than MaxRecordLocks offsets, and the offsets between fetched
-// batches are archived as gaps. At most maxRecords records are acquired,
-// in offset order; each one's delivery count goes up by one and its lock
-// lasts LockDuration. An available record already at the delivery limit
-// (possible after a restart lost its last lock) is archived instead.
+// read from the log, in order, from NextFetchOffset on (every batch as
+// read, up to its byte limit; control batches may be left out, or given
+// with Skip): in the window, available records whose backoff is over are
+// acquired; past EndOffset, new records are acquired as long as the
+// window holds fewer than MaxRecordLocks offsets, and the offsets between
+// fetched batches are archived as gaps. At most maxRecords records are
+// acquired, in offset order; each one's delivery count goes up by one and
+// its lock lasts LockDuration. An available record already at the
+// delivery limit (possible after a restart lost its last lock) is
+// archived instead, and so is every available or new record of a Skip
+// batch (it counts toward neither maxRecords nor, once the start offset
+// passes it, the window).
 func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords int, now time.Time) ([]AcquiredRange, StateChange) {
 	p.begin()
 	n := ms(now)
@@ -254,7 +264,10 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 	}
 
 	// In the window: collect the ranges first, then change them.
-	type piece struct{ first, last int64 }
+	type piece struct {
+		first, last int64
+		skip        bool
+	}
 	var pieces []piece
 	j := 0 // runs and fetched are both in offset order
 	for _, r := range p.runs {
@@ -275,11 +288,11 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 			if a > z {
 				continue
 			}
-			if r.count < p.cfg.DeliveryCountLimit {
+			if !b.Skip && r.count < p.cfg.DeliveryCountLimit {
 				z = min(z, a+int64(maxRecords-taken)-1)
 				taken += int(z - a + 1)
 			}
-			pieces = append(pieces, piece{a, z})
+			pieces = append(pieces, piece{a, z, b.Skip})
 			if taken >= maxRecords {
 				break
 			}
@@ -287,7 +300,10 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 	}
 	for _, pc := range pieces {
 		p.apply(pc.first, pc.last, func(rs recState) recState {
-			if rs.count >= p.cfg.DeliveryCountLimit {
+			switch {
+			case pc.skip:
+				return recState{state: Archived, count: rs.count}
+			case rs.count >= p.cfg.DeliveryCountLimit:
 				return p.archive(rs, ReasonDeliveryLimit, "")
 			}
 			c := acq
@@ -296,6 +312,9 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 		})
 	}
 	for _, pc := range pieces {
+		if pc.skip {
+			continue
+		}
 		for _, r := range p.runs {
 			if r.state == Acquired && r.member == member && r.deadline == acq.deadline && r.first <= pc.last && r.last >= pc.first {
 				add(max(r.first, pc.first), min(r.last, pc.last), r.count)
@@ -314,6 +333,10 @@ func (p *SharePartition) Acquire(member string, fetched []LogBatch, maxRecords i
 		a := max(b.First, p.end)
 		if a > p.end {
 			p.extend(a-1, recState{state: Archived})
+		}
+		if b.Skip {
+			p.extend(b.Last, recState{state: Archived})
+			continue
 		}
 		room := int64(p.cfg.MaxRecordLocks) - (p.end - p.start)
 		k := min(b.Last-a+1, int64(maxRecords-taken), room)

@@ -43,14 +43,17 @@ func runRandomPartition(t *testing.T, seed uint64, steps int) {
 	cfg.Backoff = Backoff{Initial: time.Duration(rng.IntN(3)) * time.Second, Multiplier: 2, Max: 10 * time.Second, Jitter: 0.3}
 	jitter := func() func() float64 { return rand.New(rand.NewPCG(seed, 7)).Float64 }
 
-	// The log: offsets 0..199 in batches of 1-5 with gaps of 0-2.
+	// The log: offsets 0..199 in batches of 1-5 with gaps of 0-2; one
+	// batch in six is never delivered (Skip: a marker or an aborted
+	// transaction's), so its offsets count as not in the log.
 	var logBatches []LogBatch
 	inLog := map[int64]bool{}
 	for o := int64(0); o < 200; {
 		n := int64(1 + rng.IntN(5))
-		logBatches = append(logBatches, LogBatch{o, o + n - 1})
+		skip := rng.IntN(6) == 0
+		logBatches = append(logBatches, LogBatch{First: o, Last: o + n - 1, Skip: skip})
 		for i := o; i < o+n; i++ {
-			inLog[i] = true
+			inLog[i] = !skip
 		}
 		o += n + int64(rng.IntN(3))
 	}
@@ -111,7 +114,7 @@ func runRandomPartition(t *testing.T, seed uint64, steps int) {
 				limit := 1 + rng.IntN(6) // the caller's byte limit
 				for _, b := range logBatches {
 					if b.Last >= max(next, logStart) && len(fetched) < limit {
-						fetched = append(fetched, LogBatch{max(b.First, next, logStart), b.Last})
+						fetched = append(fetched, LogBatch{First: max(b.First, next, logStart), Last: b.Last, Skip: b.Skip})
 					}
 				}
 			}

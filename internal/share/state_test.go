@@ -59,7 +59,7 @@ func TestLoadWithoutBerthTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 12-13 were never delivered: available with count 0.
-	acq, _ := p.Acquire("a", []LogBatch{{10, 20}}, 10, spT0)
+	acq, _ := p.Acquire("a", []LogBatch{{First: 10, Last: 20}}, 10, spT0)
 	want := []AcquiredRange{{10, 11, 2}, {12, 13, 1}, {15, 20, 1}}
 	if !reflect.DeepEqual(acq, want) {
 		t.Fatalf("acquired %v, want %v", acq, want)
@@ -162,7 +162,7 @@ func BenchmarkAcquireAck(b *testing.B) {
 		off, _ := p.NextFetchOffset(now)
 		var fetched []LogBatch
 		for o := off; o < off+200; o += 10 {
-			fetched = append(fetched, LogBatch{o, o + 9})
+			fetched = append(fetched, LogBatch{First: o, Last: o + 9})
 		}
 		acq, _ := p.Acquire("a", fetched, 100, now)
 		var acks []Ack

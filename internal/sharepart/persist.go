@@ -23,7 +23,12 @@ type PartitionLog interface {
 	LeaderEpoch() int32
 	LogStartOffset() int64
 	HighWatermark() int64
+	// LastStableOffset bounds what a read_committed group reads.
+	LastStableOffset() int64
 	Read(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error)
+	// ReadCommitted reads up to the last stable offset and lists the
+	// aborted transactions among the batches returned.
+	ReadCommitted(offset int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error)
 	OffsetForTimestamp(ts int64) (off, recTS int64, found bool, err error)
 }
 
@@ -73,6 +78,58 @@ func (r *Registry) admin(k Key, f func(StateAdmin) error) error {
 		e.mu.Unlock()
 	}
 	return nil
+}
+
+// StateReader is a Store that reads the states of many share-partitions
+// at once without fencing anyone (sharestate.Client implements it): keys
+// without state are in neither map, keys it could not read are in errs.
+type StateReader interface {
+	PeekStates(ctx context.Context, keys []Key) (states map[Key]share.Snapshot, errs map[Key]error)
+}
+
+// PeekMany is Peek for many share-partitions: the stats of those of keys
+// that have state, from memory where this broker has loaded them, else
+// from the store (in one batch when it is a StateReader), and the keys
+// whose state could not be read.
+func (r *Registry) PeekMany(ctx context.Context, keys []Key) (map[Key]share.PartitionStats, map[Key]error) {
+	stats, errs := map[Key]share.PartitionStats{}, map[Key]error{}
+	var rest []Key
+	for _, k := range keys {
+		if st, ok := r.Stats(k); ok {
+			stats[k] = st
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) == 0 || r.cfg.Store == nil {
+		return stats, errs
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	sr, ok := r.cfg.Store.(StateReader)
+	if !ok {
+		for _, k := range rest {
+			if st, ok, err := r.Peek(ctx, k); err != nil {
+				errs[k] = err
+			} else if ok {
+				stats[k] = st
+			}
+		}
+		return stats, errs
+	}
+	snaps, rerrs := sr.PeekStates(ctx, rest)
+	for k, err := range rerrs {
+		errs[k] = fmt.Errorf("%w: reading the state of %s/%d: %v", ErrStateUnavailable, k.Group, k.Partition, err)
+	}
+	for k, snap := range snaps {
+		p, err := share.LoadPartition(r.settings(k.Group).Partition, snap, nil)
+		if err != nil {
+			errs[k] = err
+			continue
+		}
+		stats[k] = p.Stats(r.cfg.Now())
+	}
+	return stats, errs
 }
 
 // Peek returns share-partition k's stats: from memory when this broker has

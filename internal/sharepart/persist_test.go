@@ -21,9 +21,13 @@ type fakeLog struct {
 	failAt int64 // Read fails from this offset (0: never)
 }
 
-func (l *fakeLog) LeaderEpoch() int32    { return l.epoch }
-func (l *fakeLog) LogStartOffset() int64 { return l.start }
-func (l *fakeLog) HighWatermark() int64  { return l.hw }
+func (l *fakeLog) LeaderEpoch() int32      { return l.epoch }
+func (l *fakeLog) LogStartOffset() int64   { return l.start }
+func (l *fakeLog) HighWatermark() int64    { return l.hw }
+func (l *fakeLog) LastStableOffset() int64 { return l.hw }
+func (l *fakeLog) ReadCommitted(off int64, maxBytes int32, minOne bool, alloc func(int) []byte) (replica.ReadResult, error) {
+	return l.Read(off, maxBytes, minOne, alloc)
+}
 func (l *fakeLog) OffsetForTimestamp(int64) (int64, int64, bool, error) {
 	return l.start, 0, true, nil
 }

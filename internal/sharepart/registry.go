@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -59,6 +60,10 @@ type GroupSettings struct {
 	// AutoOffsetReset is share.auto.offset.reset: "latest" (or ""),
 	// "earliest" or "by_duration:<ISO-8601 duration>".
 	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed: records are
+	// acquired only below the last stable offset, and those of aborted
+	// transactions are archived, never delivered.
+	ReadCommitted bool
 }
 
 // Store persists share-partition state (the share coordinator).
@@ -243,7 +248,12 @@ type Fetched struct {
 
 // Acquire reads the log of p from where the share-partition k hands out
 // records next and acquires what it read for member: at most maxRecords
-// records, from at most maxBytes of batches (at least one batch).
+// records, from at most maxBytes of batches (at least one batch). The
+// group's share.isolation.level is read at every call, so a change
+// applies at the next fetch: read_uncommitted reads up to the high
+// watermark, read_committed up to the last stable offset, archiving the
+// records of aborted transactions. Control batches (markers) are archived
+// either way.
 func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
 	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
@@ -262,14 +272,19 @@ func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes
 		}
 	}
 	off, ok := e.p.NextFetchOffset(now)
-	if !ok || maxRecords <= 0 || off >= p.HighWatermark() {
+	committed := r.settings(k.Group).ReadCommitted
+	upto, read := p.HighWatermark(), p.Read
+	if committed {
+		upto, read = p.LastStableOffset(), p.ReadCommitted
+	}
+	if !ok || maxRecords <= 0 || off >= upto {
 		return Fetched{}, nil
 	}
-	res, err := p.Read(off, maxBytes, true, alloc)
+	res, err := read(off, maxBytes, true, alloc)
 	if err != nil {
 		return Fetched{}, err
 	}
-	batches := logBatches(res.Records)
+	batches := logBatches(res.Records, res.Aborted)
 	acq, ch := e.p.Acquire(member, batches, maxRecords, now)
 	if err := e.handle(ch, now); err != nil {
 		return Fetched{}, err // not durable: hand nothing out
@@ -402,9 +417,12 @@ func (e *entry) fire() {
 	e.r.signal()
 }
 
-// logBatches lists the data batches of a read (control batches are left
-// out: Acquire archives their offsets as gaps).
-func logBatches(b []byte) []share.LogBatch {
+// logBatches lists the batches of a read. Control batches (transaction
+// markers) and the transactional batches of the aborted transactions
+// given (a read_committed read's) are marked Skip: Acquire archives
+// them. A batch belongs to an aborted transaction when its producer's
+// transaction began at or before it and was aborted by a marker after it.
+func logBatches(b []byte, aborted []replica.AbortedTxn) []share.LogBatch {
 	var out []share.LogBatch
 	for len(b) >= batch.HeaderSize {
 		h := batch.DecodeHeader(b)
@@ -412,9 +430,16 @@ func logBatches(b []byte) []share.LogBatch {
 		if n > len(b) || n < batch.HeaderSize {
 			break
 		}
-		if !h.Control() {
-			out = append(out, share.LogBatch{First: h.BaseOffset, Last: h.BaseOffset + int64(h.LastOffsetDelta)})
+		skip := h.Control()
+		if !skip && h.Transactional() {
+			for _, t := range aborted {
+				if t.ProducerID == h.ProducerID && t.FirstOffset <= h.BaseOffset && h.BaseOffset < t.LastOffset {
+					skip = true
+					break
+				}
+			}
 		}
+		out = append(out, share.LogBatch{First: h.BaseOffset, Last: h.BaseOffset + int64(h.LastOffsetDelta), Skip: skip})
 		b = b[n:]
 	}
 	return out

@@ -47,6 +47,99 @@ func (c *Client) Read(ctx context.Context, k Key, leaderEpoch int32) (share.Snap
 	return snap, ok, err
 }
 
+// PeekStates implements sharepart.StateReader: the states of keys, read
+// without fencing anyone (leader epoch -1, as DescribeShareGroupOffsets
+// reads), the keys of each other coordinator in one ReadShareGroupState
+// request per group. Keys without state are in neither map; keys whose
+// coordinator could not be found or answered with an error are in errs.
+// No retries: a look, not a load.
+func (c *Client) PeekStates(ctx context.Context, keys []Key) (states map[Key]share.Snapshot, errs map[Key]error) {
+	states, errs = map[Key]share.Snapshot{}, map[Key]error{}
+	type remote struct {
+		addr string
+		keys []Key
+	}
+	byNode := map[int32]*remote{}
+	var nodes []int32
+	for _, k := range keys {
+		node, addr, err := c.Route(ctx, k)
+		switch {
+		case err != nil:
+			errs[k] = err
+		case node == c.Self:
+			if s, ok, err := c.Local.Read(k, -1); err != nil {
+				errs[k] = err
+			} else if ok {
+				states[k] = s
+			}
+		default:
+			if byNode[node] == nil {
+				byNode[node] = &remote{addr: addr}
+				nodes = append(nodes, node)
+			}
+			byNode[node].keys = append(byNode[node].keys, k)
+		}
+	}
+	for _, node := range nodes {
+		rm := byNode[node]
+		groups := map[string][]Key{}
+		for _, k := range rm.keys {
+			groups[k.Group] = append(groups[k.Group], k)
+		}
+		for group, ks := range groups {
+			err := c.Peers.Do(ctx, rm.addr, func(conn *peer.Conn) error {
+				return remotePeek(ctx, conn, group, ks, states, errs)
+			})
+			if err != nil {
+				for _, k := range ks {
+					if _, done := errs[k]; !done {
+						if _, found := states[k]; !found {
+							errs[k] = err
+						}
+					}
+				}
+			}
+		}
+	}
+	return states, errs
+}
+
+// remotePeek reads the states of ks (all of group) in one request.
+func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []Key, states map[Key]share.Snapshot, errs map[Key]error) error {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = group
+	at := map[[16]byte]int{}
+	for _, k := range ks {
+		i, ok := at[k.TopicID]
+		if !ok {
+			t := kmsg.NewReadShareGroupStateRequestTopic()
+			t.TopicID = k.TopicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			at[k.TopicID] = i
+		}
+		p := kmsg.NewReadShareGroupStateRequestTopicPartition()
+		p.Partition, p.LeaderEpoch = k.Partition, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return err
+	}
+	for _, t := range raw.(*kmsg.ReadShareGroupStateResponse).Topics {
+		for _, rp := range t.Partitions {
+			k := Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
+			switch {
+			case rp.ErrorCode != 0:
+				errs[k] = kerr.ErrorForCode(rp.ErrorCode)
+			case rp.StartOffset >= 0:
+				states[k] = ReadResponseSnapshot(rp)
+			}
+		}
+	}
+	return nil
+}
+
 // Write implements sharepart.Store.
 func (c *Client) Write(ctx context.Context, k Key, u share.Update) error {
 	return c.retry(ctx, k, func() error { return c.Local.Write(k, u) },
