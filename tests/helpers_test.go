@@ -1,5 +1,6 @@
 // Package tests drives real Berth brokers through stock Kafka clients
-// (franz-go kgo/kadm here; kcat and confluent-kafka-python in interop_test.go).
+// (franz-go kgo/kadm here; kcat and confluent-kafka-python in interop_test.go;
+// segmentio/kafka-go in kafkago_test.go).
 package tests
 
 import (

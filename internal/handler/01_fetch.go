@@ -4,9 +4,16 @@ package handler
 // MaxBytes, MaxWaitMillis long polling (the wait happens on the
 // connection's write loop, so it blocks nothing else), partition max bytes
 // with KIP-74's at-least-one-batch rule, the isolation level field, current
-// leader epoch fencing (v9+) and topic ids (v13+). Fetch sessions (KIP-227)
-// are answered sessionless: SessionID 0 tells the client to send full
-// requests, which every client supports. Consumers never see records beyond
+// leader epoch fencing (v9+) and topic ids (v13+). Fetch sessions (KIP-227):
+// Berth creates none and answers as a Kafka broker whose session cache has
+// no room. A full fetch (SessionEpoch 0, INITIAL, or -1, FINAL, and every
+// fetch before v7) is answered with every partition it asks for and
+// SessionID 0, which tells the client to keep sending full requests; the
+// SessionID it names does not matter (Kafka closes that session, we have
+// none to close: kafka-go sends -1). Any other epoch is an incremental fetch
+// in a session this broker never gave out: FETCH_SESSION_ID_NOT_FOUND with
+// no topics, as Kafka answers an unknown id (INVALID_FETCH_SESSION_EPOCH
+// needs a session that exists). Consumers never see records beyond
 // the high watermark (not yet durable on every in-sync replica). A fetch
 // with a replica id (ReplicaID before v15, ReplicaState after) is a
 // follower's: it reads up to the log end offset and its fetch offset tells
@@ -41,12 +48,19 @@ func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, er
 	}, nil
 }
 
+// incrementalFetch reports whether r continues a fetch session (KIP-227):
+// from v7 on, any epoch but 0 (INITIAL, a full fetch that opens a session)
+// and -1 (FINAL, a sessionless full fetch).
+func incrementalFetch(r *kmsg.FetchRequest) bool {
+	return r.Version >= 7 && r.SessionEpoch != 0 && r.SessionEpoch != -1
+}
+
 // longPoll answers a fetch once MinBytes are there, an error shows or
 // MaxWaitMillis pass.
 func (b *Broker) longPoll(r *kmsg.FetchRequest, conn *server.Conn) *kmsg.FetchResponse {
 	{
-		if r.SessionID != 0 {
-			// We never hand out session ids, so any id is unknown.
+		if incrementalFetch(r) {
+			// We never hand out session ids, so any session is unknown.
 			resp := r.ResponseKind().(*kmsg.FetchResponse)
 			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 			return resp

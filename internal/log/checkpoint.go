@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Files in a partition directory besides the segments. See docs/format/log.md.
@@ -22,37 +24,17 @@ const (
 	producerSnapshotFile = "producer-state.snapshot"
 )
 
-// writeFileAtomic replaces name with data: write name.tmp, fsync it (when
-// sync), rename over name, fsync the directory (when sync).
-func writeFileAtomic(fs FS, name string, data []byte, sync bool) error {
-	tmp := name + tmpSuffix
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
-	if err != nil {
-		fs.Remove(tmp)
-		return fmt.Errorf("log: write %s: %w", filepath.Base(name), wrapDiskFull(err))
-	}
-	if sync {
-		if err := fs.SyncDir(filepath.Dir(name)); err != nil {
-			return fmt.Errorf("log: sync dir for %s: %w", filepath.Base(name), err)
-		}
+// replaceFile replaces name with data through vfs.WriteFileAtomic (the new
+// file and the directory are fsynced), a full disk reported as ErrDiskFull.
+func replaceFile(fs vfs.FS, name string, data []byte) error {
+	if err := vfs.WriteFileAtomic(fs, name, data); err != nil {
+		return fmt.Errorf("log: %w", wrapDiskFull(err))
 	}
 	return nil
 }
 
 // readFile reads a whole small file; os.ErrNotExist if missing.
-func readFile(fs FS, name string) ([]byte, error) {
+func readFile(fs vfs.FS, name string) ([]byte, error) {
 	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -118,13 +100,13 @@ func decodeCheckpoint(b []byte, fields int) ([][2]int64, error) {
 	return out, nil
 }
 
-func writeOffsetCheckpoint(fs FS, name string, off int64) error {
-	return writeFileAtomic(fs, name, encodeCheckpoint([][2]int64{{off}}, 1), true)
+func writeOffsetCheckpoint(fs vfs.FS, name string, off int64) error {
+	return replaceFile(fs, name, encodeCheckpoint([][2]int64{{off}}, 1))
 }
 
 // readOffsetCheckpoint returns the offset in name; ok false if the file is
 // missing; an error if it is malformed.
-func readOffsetCheckpoint(fs FS, name string) (off int64, ok bool, err error) {
+func readOffsetCheckpoint(fs vfs.FS, name string) (off int64, ok bool, err error) {
 	b, err := readFile(fs, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, false, nil

@@ -130,7 +130,7 @@ func decodeRounds(b []byte) ([]cleanRound, error) {
 }
 
 func (l *Log) writeCleanerCheckpoint(rounds []cleanRound) error {
-	return writeFileAtomic(l.fs, l.path(cleanerCheckpointFile), encodeRounds(rounds), true)
+	return replaceFile(l.fs, l.path(cleanerCheckpointFile), encodeRounds(rounds))
 }
 
 // loadCleanerState reads the cleaner checkpoint at Open. A malformed one is

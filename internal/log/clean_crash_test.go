@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // crashFixture is a log ready to compact, closed, with its records before
@@ -112,7 +114,7 @@ func TestCompactCrashLeavesBeforeOrAfter(t *testing.T) {
 // A disk filling up during a clean fails the clean, not the log.
 func TestCompactDiskFull(t *testing.T) {
 	f := newCrashFixture(t, true)
-	ffs := NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	l := openT(t, f.dir, f.cfg, Options{FS: ffs})
 	ffs.FailWritesAfter(100, nil)
 	if _, err := l.Compact(t.Context(), DefaultCompactConfig()); !errors.Is(err, ErrDiskFull) {
@@ -134,7 +136,7 @@ func TestCompactSwapFsyncFailure(t *testing.T) {
 	for _, at := range []string{"cleaned", "swap"} {
 		t.Run(at, func(t *testing.T) {
 			f := newCrashFixture(t, true)
-			ffs := NewFaultFS(nil)
+			ffs := vfs.NewFaultFS(nil)
 			l := openT(t, f.dir, f.cfg, Options{FS: ffs})
 			l.cleanHook = func(p string) error {
 				if p == at {

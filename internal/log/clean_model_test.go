@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // TestCompactModel runs random appends, rolls, cleans with random settings,
@@ -31,7 +33,7 @@ func compactModel(t *testing.T, seed uint64, stats *CompactStats) {
 	dir := t.TempDir()
 	cfg := compactTestConfig()
 	cfg.SegmentBytes = 300 + r.Int64N(2000)
-	opts := Options{Now: clk.Now, FS: noSyncFS{OSFS()}, Logger: quietLogger()}
+	opts := Options{Now: clk.Now, FS: noSyncFS{vfs.OS()}, Logger: quietLogger()}
 	l := openT(t, dir, cfg, opts)
 	var all []got // every record appended and not truncated
 	hw := int64(0)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Compaction output goes through two sets of files beside the segments,
@@ -313,7 +315,7 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 // segWriter writes a cleaned segment through a buffer, indexing each
 // batch as the append path does.
 type segWriter struct {
-	f          File
+	f          vfs.File
 	s          *segment
 	buf        []byte
 	pos        int64 // bytes added
@@ -352,7 +354,7 @@ func (w *segWriter) flush() error {
 }
 
 // writeFileSync creates name with data and fsyncs it.
-func writeFileSync(fs FS, name string, data []byte) error {
+func writeFileSync(fs vfs.FS, name string, data []byte) error {
 	f, err := fs.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("log: create %s: %w", name, wrapDiskFull(err))

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // TestCompactTxnModel runs random plain and transactional appends by three
@@ -41,7 +43,7 @@ func compactTxnModel(t *testing.T, seed uint64, stats *CompactStats) {
 	dir := t.TempDir()
 	cfg := compactTestConfig()
 	cfg.SegmentBytes = 300 + r.Int64N(1500)
-	opts := Options{Now: clk.Now, FS: noSyncFS{OSFS()}, Logger: quietLogger()}
+	opts := Options{Now: clk.Now, FS: noSyncFS{vfs.OS()}, Logger: quietLogger()}
 	l := openT(t, dir, cfg, opts)
 	var committed []got           // plain records and those of committed transactions
 	open := map[int64]*modelTxn{} // per producer

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Config holds the topic-level settings the log honours. Names in comments are
@@ -55,14 +57,14 @@ func (c Config) Validate() error {
 
 // Options are the log's injected dependencies.
 type Options struct {
-	FS     FS               // nil = the real OS filesystem
+	FS     vfs.FS           // nil = the real OS filesystem
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = slog.Default()
 }
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
-		o.FS = OSFS()
+		o.FS = vfs.OS()
 	}
 	if o.Now == nil {
 		o.Now = time.Now

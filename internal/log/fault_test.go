@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 func TestDiskFullLeavesNoPartialBatch(t *testing.T) {
@@ -28,7 +30,7 @@ func TestDiskFullLeavesNoPartialBatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ffs := NewFaultFS(nil)
+			ffs := vfs.NewFaultFS(nil)
 			cfg := testConfig()
 			if tc.roll {
 				cfg.SegmentBytes = int64(5 * len(b))
@@ -74,7 +76,7 @@ func TestDiskFullLeavesNoPartialBatch(t *testing.T) {
 
 func TestFsyncFailureFailsTheLog(t *testing.T) {
 	dir := t.TempDir()
-	ffs := NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	l := openT(t, dir, testConfig(), Options{FS: ffs})
 	appendT(t, l, simpleBatch(2, 10, 1), 0)
 	if d, err := l.Sync(); err != nil || d != 2 {
@@ -111,7 +113,7 @@ func TestFsyncFailureFailsTheLog(t *testing.T) {
 
 // Sync must not hold the append lock during the fsync.
 func TestSyncDoesNotBlockAppendOrRead(t *testing.T) {
-	ffs := NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	l := openT(t, t.TempDir(), testConfig(), Options{FS: ffs})
 	appendT(t, l, simpleBatch(2, 10, 1), 0)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -149,7 +151,7 @@ func TestSyncDoesNotBlockAppendOrRead(t *testing.T) {
 
 func TestSyncAfterRollCoversRolledSegments(t *testing.T) {
 	dir := t.TempDir()
-	ffs := NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	var mu sync.Mutex
 	synced := map[string]int{}
 	ffs.SetSyncHook(func(name string) { mu.Lock(); synced[filepath.Base(name)]++; mu.Unlock() })
@@ -173,14 +175,18 @@ func TestSyncAfterRollCoversRolledSegments(t *testing.T) {
 			if s == segs[len(segs)-1] && suf != logSuffix {
 				continue
 			}
-			if name := segmentName(s.BaseOffset) + suf; synced[name] == 0 {
+			name := segmentName(s.BaseOffset) + suf
+			if suf != logSuffix {
+				name += vfs.TempSuffix // written whole and fsynced, then renamed
+			}
+			if synced[name] == 0 {
 				t.Errorf("%s not fsynced", name)
 			}
 		}
 	}
 	mu.Unlock()
 	// The recovery point moved with the roll.
-	if off, ok, err := readOffsetCheckpoint(OSFS(), filepath.Join(dir, recoveryPointFile)); err != nil || !ok || off != 30 {
+	if off, ok, err := readOffsetCheckpoint(vfs.OS(), filepath.Join(dir, recoveryPointFile)); err != nil || !ok || off != 30 {
 		t.Fatalf("recovery point %d %v %v", off, ok, err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 func FuzzParseBatchHeader(f *testing.F) {
@@ -57,7 +59,7 @@ func FuzzRecover(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cut uint16, tail []byte) {
 		dir := t.TempDir()
 		cfg := testConfig()
-		fs := noSyncFS{OSFS()}
+		fs := noSyncFS{vfs.OS()}
 		l := openT(t, dir, cfg, Options{FS: fs})
 		for range 3 {
 			appendT(t, l, b, 0)
@@ -112,7 +114,7 @@ func FuzzTxnIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		dir := t.TempDir()
 		cfg := testConfig()
-		fs := noSyncFS{OSFS()}
+		fs := noSyncFS{vfs.OS()}
 		l := openT(t, dir, cfg, Options{FS: fs})
 		b := simpleBatch(1, 10, 5)
 		for range 6 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // rec is one test record.
@@ -184,11 +186,11 @@ func fixCRC(b []byte) {
 
 // noSyncFS skips fsync: for tests that crash logs by hand and need speed,
 // not durability (the fuzz targets).
-type noSyncFS struct{ FS }
+type noSyncFS struct{ vfs.FS }
 
 func (noSyncFS) SyncDir(string) error { return nil }
 
-func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := n.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -196,6 +198,6 @@ func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	return noSyncFile{f}, nil
 }
 
-type noSyncFile struct{ File }
+type noSyncFile struct{ vfs.File }
 
 func (noSyncFile) Sync() error { return nil }

@@ -33,12 +33,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Log is one partition's log.
 type Log struct {
 	dir    string
-	fs     FS
+	fs     vfs.FS
 	now    func() time.Time
 	logger *slog.Logger
 
@@ -342,7 +344,8 @@ func (l *Log) shouldRoll(s *segment, b []byte, last, now int64) bool {
 }
 
 // rollLocked closes the active segment and starts a new one at base. The old
-// segment's indexes are written now and fsynced with it by the next Sync.
+// segment's index files are written now, durably (replaceFile: a few
+// fsyncs once per roll, under mu); its data is fsynced by the next Sync.
 func (l *Log) rollLocked(base int64) error {
 	old := l.active
 	f, err := l.fs.OpenFile(l.path(segmentName(base)+logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -351,8 +354,8 @@ func (l *Log) rollLocked(base int64) error {
 	}
 	old.finishIndex()
 	old.dropTxnMem()
-	if err := old.writeIndexes(l.fs, false); err != nil {
-		// Not fatal: a missing index is rebuilt on open.
+	if err := old.writeIndexes(l.fs); err != nil {
+		// Not fatal: an index is a cache, and Open rebuilds a missing one.
 		l.logger.Warn("log: writing segment index", "dir", l.dir, "segment", old.name(), "err", err)
 	}
 	s := newSegment(l.dir, base, f)
@@ -368,8 +371,8 @@ func (l *Log) rollLocked(base int64) error {
 	return nil
 }
 
-// Sync fsyncs everything appended so far (rolled segments and their indexes
-// too, and the directory after a roll) and returns the offset below which
+// Sync fsyncs everything appended so far (rolled segments too, and the
+// directory after a roll) and returns the offset below which
 // all data is durable. Concurrent callers share one fsync (group commit).
 // Appends and reads go on during the fsync. After an fsync error the log is
 // failed (ErrFailed): it must be reopened, which recovers from disk.
@@ -399,7 +402,7 @@ func (l *Log) Sync() (int64, error) {
 	}
 	l.mu.Unlock()
 
-	err := l.syncSegments(todo, len(todo)-1)
+	err := l.syncSegments(todo)
 	if err == nil {
 		err = l.syncTxnIndexes()
 	}
@@ -438,37 +441,18 @@ func (l *Log) Sync() (int64, error) {
 	return d, nil
 }
 
-// syncSegments fsyncs segs; the first nRolled are rolled segments whose
-// index files are fsynced too.
-func (l *Log) syncSegments(segs []*segment, nRolled int) error {
-	for i, s := range segs {
+// syncSegments fsyncs segs' data. (Their index files were made durable
+// when they were written, at roll.)
+func (l *Log) syncSegments(segs []*segment) error {
+	for _, s := range segs {
 		if s.deleted.Load() {
 			continue
 		}
 		if err := s.f.Sync(); err != nil {
 			return fmt.Errorf("log: fsync %s: %w", s.name(), err)
 		}
-		if i < nRolled {
-			for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
-				if err := syncFile(l.fs, p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("log: fsync %s: %w", filepath.Base(p), err)
-				}
-			}
-		}
 	}
 	return nil
-}
-
-func syncFile(fs FS, name string) error {
-	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // persist writes the leader-epoch checkpoint (if epochs is not nil) and then
@@ -477,7 +461,7 @@ func syncFile(fs FS, name string) error {
 // Called with ckptMu held.
 func (l *Log) persist(epochs []byte, writeRP bool, rp int64) error {
 	if epochs != nil {
-		if err := writeFileAtomic(l.fs, l.path(leaderEpochFile), epochs, true); err != nil {
+		if err := replaceFile(l.fs, l.path(leaderEpochFile), epochs); err != nil {
 			l.mu.Lock()
 			l.epochs.dirty = true
 			l.mu.Unlock()

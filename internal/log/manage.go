@@ -82,7 +82,7 @@ func (l *Log) persistEpochsLocked() error {
 	if !l.epochs.dirty {
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.path(leaderEpochFile), l.epochs.encode(), true); err != nil {
+	if err := replaceFile(l.fs, l.path(leaderEpochFile), l.epochs.encode()); err != nil {
 		return err
 	}
 	l.epochs.dirty = false
@@ -338,7 +338,7 @@ func (l *Log) SaveProducerSnapshot(offset int64, data []byte) error {
 		l.fail(err)
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	if err := writeFileAtomic(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data), true); err != nil {
+	if err := replaceFile(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data)); err != nil {
 		return err
 	}
 	l.prodSnap.Store(offset)
@@ -397,14 +397,14 @@ func (l *Log) Close() error {
 func (l *Log) shutdownLocked() error {
 	s := l.active
 	s.finishIndex()
-	if err := l.syncSegments(append(l.unsynced, s), len(l.unsynced)); err != nil {
+	if err := l.syncSegments(append(l.unsynced, s)); err != nil {
 		return err
 	}
 	l.unsynced = nil
 	if err := l.syncTxnIndexes(); err != nil {
 		return err
 	}
-	if err := s.writeIndexes(l.fs, true); err != nil {
+	if err := s.writeIndexes(l.fs); err != nil {
 		return err
 	}
 	leo := l.leo.Load()
@@ -420,7 +420,7 @@ func (l *Log) shutdownLocked() error {
 		return err
 	}
 	l.rp = leo
-	return writeFileAtomic(l.fs, l.path(cleanShutdownFile), nil, true)
+	return replaceFile(l.fs, l.path(cleanShutdownFile), nil)
 }
 
 // Delete closes the log without a clean-shutdown marker and removes its

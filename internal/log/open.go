@@ -239,7 +239,7 @@ func (l *Log) load() error {
 			return fmt.Errorf("log: fsync %s: %w", s.name(), err)
 		}
 		if s != l.active {
-			if err := s.writeIndexes(l.fs, true); err != nil {
+			if err := s.writeIndexes(l.fs); err != nil {
 				return err
 			}
 		}

@@ -13,13 +13,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
-	tmpSuffix       = ".tmp"
+	tmpSuffix       = vfs.TempSuffix // a replacement in progress (vfs.WriteFileAtomic)
 )
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -42,7 +44,7 @@ func parseSegmentName(name string) (int64, bool) {
 type segment struct {
 	base int64
 	path string // path of the .log file; indexes sit beside it
-	f    File
+	f    vfs.File
 
 	// refs counts users of f: the Log's segment list holds one; readers,
 	// Sync and scans take one with acquire. f is closed when it drops to 0.
@@ -64,7 +66,7 @@ type segment struct {
 	rollStartMs     int64 // wall time of the first append (roll by segment.ms)
 }
 
-func newSegment(dir string, base int64, f File) *segment {
+func newSegment(dir string, base int64, f vfs.File) *segment {
 	s := &segment{base: base, path: filepath.Join(dir, segmentName(base)+logSuffix), f: f}
 	s.refs.Store(1)
 	s.next.Store(base)
@@ -169,18 +171,18 @@ func (s *segment) indexBytes() (idx, tidx []byte) {
 	return append([]byte(nil), s.idx.b...), append([]byte(nil), s.tidx.b...)
 }
 
-// writeIndexes persists both indexes with write-tmp + rename; sync also
-// fsyncs them.
-func (s *segment) writeIndexes(fs FS, sync bool) error {
+// writeIndexes replaces both index files with the indexes in memory,
+// durably (replaceFile).
+func (s *segment) writeIndexes(fs vfs.FS) error {
 	idx, tidx := s.indexBytes()
-	if err := writeFileAtomic(fs, s.indexPath(), idx, sync); err != nil {
+	if err := replaceFile(fs, s.indexPath(), idx); err != nil {
 		return err
 	}
-	return writeFileAtomic(fs, s.timeIndexPath(), tidx, sync)
+	return replaceFile(fs, s.timeIndexPath(), tidx)
 }
 
 // removeIndexFiles deletes the index files (stale after a truncation).
-func (s *segment) removeIndexFiles(fs FS) {
+func (s *segment) removeIndexFiles(fs vfs.FS) {
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			_ = err // harmless: a stale index fails validation and is rebuilt
@@ -192,7 +194,7 @@ func (s *segment) removeIndexFiles(fs FS) {
 // scan over small batches costs one pread per bufSize bytes and one over
 // large batches one pread per batch.
 type headerReader struct {
-	f    File
+	f    vfs.File
 	pbuf *[]byte // pooled buffer behind buf
 	end  int64   // readable limit (segment size snapshot)
 	buf  []byte
@@ -204,7 +206,7 @@ const headerReadAhead = 4096
 
 var headerBufPool = sync.Pool{New: func() any { b := make([]byte, headerReadAhead); return &b }}
 
-func newHeaderReader(f File, end int64) *headerReader {
+func newHeaderReader(f vfs.File, end int64) *headerReader {
 	p := headerBufPool.Get().(*[]byte)
 	return &headerReader{f: f, end: end, pbuf: p, buf: *p, bpos: -1}
 }
@@ -264,7 +266,7 @@ func (r *headerReader) seek(pos, off int64) (int64, []byte, bool, error) {
 // full (size, magic, CRC, offsets): the recovery path. It reads in large
 // chunks and grows its buffer to fit a batch, bounded by the file size.
 type scanner struct {
-	f        File
+	f        vfs.File
 	name     string
 	pos, end int64
 	prevNext int64 // every base offset must be >= this
@@ -276,7 +278,7 @@ type scanner struct {
 
 const scanChunk = 1 << 20
 
-func newScanner(f File, name string, pos, end, segBase, prevNext int64) *scanner {
+func newScanner(f vfs.File, name string, pos, end, segBase, prevNext int64) *scanner {
 	return &scanner{f: f, name: name, pos: pos, end: end, segBase: segBase, prevNext: prevNext}
 }
 

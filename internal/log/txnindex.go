@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // The transaction index (<base>.txnindex, Kafka's layout; see
@@ -93,9 +95,9 @@ func validTxnPrefix(b []byte, base, next int64) (int, error) {
 // segment.idxMu; readers hold idxMu for reading (and a segment reference,
 // which keeps f open).
 type txnIndex struct {
-	f    File  // nil until the segment has an entry
-	n    int   // entries
-	last int64 // marker offset of the last entry, -1 if none
+	f    vfs.File // nil until the segment has an entry
+	n    int      // entries
+	last int64    // marker offset of the last entry, -1 if none
 	// mem holds the entries in memory for the active segment, so the
 	// fetch path reads no file there; nil for other segments.
 	mem   []byte
@@ -221,7 +223,7 @@ func txnLastOffset(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[18:]
 // the last entry) at the end of the index, creating the file with the
 // first one. On error nothing is added. created reports a new file (the
 // directory needs an fsync).
-func (s *segment) appendTxn(fs FS, es []AbortedTxn) (created bool, err error) {
+func (s *segment) appendTxn(fs vfs.FS, es []AbortedTxn) (created bool, err error) {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.txn.f == nil {
@@ -319,7 +321,7 @@ func (s *segment) closeTxn() {
 // them (dropped). damage says why entries were invalid, for the caller to
 // log; the entries before the first invalid one are kept. A file left
 // without entries is removed.
-func (s *segment) openTxn(fs FS, path string, next int64) (dropped bool, damage, err error) {
+func (s *segment) openTxn(fs vfs.FS, path string, next int64) (dropped bool, damage, err error) {
 	f, err := fs.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil, nil

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // txnFixture is a log of several segments with aborted transactions:
@@ -142,7 +144,7 @@ func TestTxnIndexSurvivesRestart(t *testing.T) {
 	for _, how := range []string{"close", "crash"} {
 		t.Run(how, func(t *testing.T) {
 			synced := map[string]int{}
-			ffs := NewFaultFS(nil)
+			ffs := vfs.NewFaultFS(nil)
 			ffs.SetSyncHook(func(name string) { synced[name]++ })
 			f := newTxnFixture(t, Options{FS: ffs})
 			// A marker in the active segment, then a Sync.
@@ -330,7 +332,7 @@ func TestAppendAbortedTxnsSkipsIndexed(t *testing.T) {
 
 // A failed data write takes the marker's entry back.
 func TestAppendTxnWriteFailureDropsEntry(t *testing.T) {
-	ffs := NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	f := newTxnFixture(t, Options{FS: ffs})
 	l := f.l
 	ffs.FailWritesAfter(txnEntrySize+10, nil) // the entry fits, the batch does not

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // DirName is the metadata directory's name under log.dirs, as in KRaft.
@@ -49,6 +51,11 @@ type Config struct {
 	// host:port. With Voters set it defaults to NodeID's entry there; an
 	// observer must set it.
 	Addr string
+	// FS receives the files the controller replaces whole (snapshots, the
+	// WAL's header and its rewrites after a snapshot), through
+	// vfs.WriteFileAtomic; nil is the OS. WAL appends and reads still use
+	// the os package. Tests inject a vfs.FaultFS.
+	FS vfs.FS
 }
 
 // Voter is one entry of Config.Voters.
@@ -80,6 +87,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Transport == nil {
 		c.Transport = LoopbackTransport{}
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS()
 	}
 	if c.Addr == "" {
 		for _, v := range c.Voters {

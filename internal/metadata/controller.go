@@ -176,7 +176,7 @@ func Open(cfg Config) (*Controller, error) {
 	rand.Read(seed[:])
 	c.nextID.Store(binary.LittleEndian.Uint64(seed[:]) >> 1)
 
-	r, err := recoverDir(cfg.Dir, c.log)
+	r, err := recoverDir(cfg.FS, cfg.Dir, c.log)
 	if err != nil {
 		return nil, err
 	}
@@ -821,7 +821,7 @@ func (c *Controller) snapshot() error {
 	if err != nil {
 		return fmt.Errorf("metadata: snapshot %d: %w", im.Index, err)
 	}
-	if err := writeSnapshot(c.cfg.Dir, snap); err != nil {
+	if err := writeSnapshot(c.cfg.FS, c.cfg.Dir, snap); err != nil {
 		return err
 	}
 	if err := c.ms.Compact(im.Index); err != nil && !errors.Is(err, raft.ErrCompacted) {
@@ -869,7 +869,7 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSnapshot(c.cfg.Dir, snap); err != nil {
+	if err := writeSnapshot(c.cfg.FS, c.cfg.Dir, snap); err != nil {
 		return err
 	}
 	if err := c.ms.ApplySnapshot(snap); err != nil {

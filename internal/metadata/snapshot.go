@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Snapshot files are named snapshot-<20-digit index>.json and hold one JSON
@@ -210,7 +212,7 @@ func DecodeImage(b []byte) (*Image, error) {
 func snapName(index uint64) string { return fmt.Sprintf("%s%020d%s", snapPrefix, index, snapSuffix) }
 
 // writeSnapshot writes the snapshot file for snap atomically.
-func writeSnapshot(dir string, snap *pb.Snapshot) error {
+func writeSnapshot(fs vfs.FS, dir string, snap *pb.Snapshot) error {
 	md := snap.GetMetadata()
 	f := snapshotFile{
 		Version:   snapVersion,
@@ -224,7 +226,7 @@ func writeSnapshot(dir string, snap *pb.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("metadata: encoding snapshot: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, snapName(f.Index)), b)
+	return replaceFile(fs, filepath.Join(dir, snapName(f.Index)), b)
 }
 
 // readSnapshot reads and checks one snapshot file.

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // recovered is what recover found in the metadata directory.
@@ -26,7 +28,7 @@ type recovered struct {
 // recoverDir loads the newest snapshot and the WAL of dir into a
 // MemoryStorage, truncating a torn WAL tail. See docs/format/metadata.md
 // "Recovery".
-func recoverDir(dir string, log *slog.Logger) (*recovered, error) {
+func recoverDir(fsys vfs.FS, dir string, log *slog.Logger) (*recovered, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func recoverDir(dir string, log *slog.Logger) (*recovered, error) {
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileAtomic(path, walHeader()); err != nil {
+		if err := replaceFile(fsys, path, walHeader()); err != nil {
 			return nil, err
 		}
 		b = walHeader()
@@ -132,7 +134,7 @@ func recoverDir(dir string, log *slog.Logger) (*recovered, error) {
 		}
 	}
 	r.fresh = r.snap == nil && last == 0 && raft.IsEmptyHardState(r.hs)
-	if r.wal, err = openWAL(dir, valid); err != nil {
+	if r.wal, err = openWAL(fsys, dir, valid); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -9,6 +9,8 @@ import (
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // WAL layout (docs/format/metadata.md): a 12-byte header (8-byte magic,
@@ -129,6 +131,7 @@ func readFrame(b []byte) (walRecord, int64, string) {
 // wal appends frames to the WAL file. Owned by the Ready loop (or by Open
 // and Close when the loop is not running).
 type wal struct {
+	fs   vfs.FS // for rewrites; appends go to f
 	dir  string
 	f    *os.File
 	size int64
@@ -139,8 +142,8 @@ func (w *wal) path() string { return filepath.Join(w.dir, walName) }
 
 // openWAL opens the WAL for appending at size (the valid prefix length,
 // after truncation by the caller).
-func openWAL(dir string, size int64) (*wal, error) {
-	w := &wal{dir: dir}
+func openWAL(fs vfs.FS, dir string, size int64) (*wal, error) {
+	w := &wal{fs: fs, dir: dir}
 	f, err := os.OpenFile(w.path(), os.O_WRONLY, 0)
 	if err != nil {
 		return nil, err
@@ -199,14 +202,14 @@ func (w *wal) rewrite(hs *pb.HardState, ents []*pb.Entry) error {
 			return err
 		}
 	}
-	if err := writeFileAtomic(w.path(), b); err != nil {
+	if err := replaceFile(w.fs, w.path(), b); err != nil {
 		return err
 	}
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil
 	}
-	nw, err := openWAL(w.dir, int64(len(b)))
+	nw, err := openWAL(w.fs, w.dir, int64(len(b)))
 	if err != nil {
 		return err
 	}
@@ -226,42 +229,11 @@ func (w *wal) close() error {
 	return err
 }
 
-// writeFileAtomic writes path via a .tmp file: write, fsync, rename, fsync
-// the directory. A crash leaves the old or the new file, never a mix.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("metadata: write %s: %w", path, err)
+// replaceFile replaces path with b durably (vfs.WriteFileAtomic): a crash
+// leaves the old or the new file, never a mix.
+func replaceFile(fs vfs.FS, path string, b []byte) error {
+	if err := vfs.WriteFileAtomic(fs, path, b); err != nil {
+		return fmt.Errorf("metadata: %w", err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -20,11 +20,12 @@ import (
 	"github.com/berthmq/berth/internal/batch"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // testPartition opens topic "t" partition 0 on a Manager over fs and
 // starts the syncer; both are closed at cleanup.
-func testPartition(t *testing.T, fs blog.FS, fsync bool) (*Partition, string) {
+func testPartition(t *testing.T, fs vfs.FS, fsync bool) (*Partition, string) {
 	t.Helper()
 	m, p, dir := openPartition(t, fs, fsync)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -35,7 +36,14 @@ func testPartition(t *testing.T, fs blog.FS, fsync bool) (*Partition, string) {
 
 // openPartition is testPartition without starting the Manager's loops:
 // the test runs sync rounds itself.
-func openPartition(t testing.TB, fs blog.FS, fsync bool) (*Manager, *Partition, string) {
+func openPartition(t testing.TB, fs vfs.FS, fsync bool) (*Manager, *Partition, string) {
+	t.Helper()
+	return openPartitionOf(t, fs, fsync, []int32{1})
+}
+
+// openPartitionOf is openPartition with the given replicas (all in sync;
+// this node, 1, leads).
+func openPartitionOf(t testing.TB, fs vfs.FS, fsync bool, replicas []int32) (*Manager, *Partition, string) {
 	t.Helper()
 	dir := t.TempDir()
 	m := NewManager(ManagerConfig{
@@ -52,8 +60,8 @@ func openPartition(t testing.TB, fs blog.FS, fsync bool) (*Manager, *Partition, 
 	})
 	id := [16]byte{1, 2, 3}
 	im := &metadata.Image{
-		Brokers:  map[int32]metadata.Broker{1: {ID: 1, Host: "localhost", Port: 9092}},
-		Topics:   map[string]*metadata.Topic{"t": {Name: "t", ID: id, Configs: map[string]string{}, Partitions: []metadata.Partition{{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}}},
+		Brokers:  map[int32]metadata.Broker{1: {ID: 1, Host: "localhost", Port: 9092}, 2: {ID: 2, Host: "localhost", Port: 9093}},
+		Topics:   map[string]*metadata.Topic{"t": {Name: "t", ID: id, Configs: map[string]string{}, Partitions: []metadata.Partition{{Index: 0, Leader: 1, Replicas: replicas, ISR: replicas}}}},
 		TopicIDs: map[[16]byte]string{id: "t"},
 	}
 	if err := m.Apply(im); err != nil {
@@ -152,7 +160,7 @@ func checkLog(t *testing.T, p *Partition, dir string, tags ...string) {
 // with ErrStorage, keeps no partial batch, leaves earlier data readable,
 // and once space returns the next append lands at the next offset.
 func TestDiskFullOSMode(t *testing.T) {
-	ffs := blog.NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	p, dir := testPartition(t, ffs, false)
 	for _, tag := range []string{"a", "b"} {
 		appendDurable(t, p, makeBatch(-1, 0, 0, 3, tag))
@@ -182,7 +190,7 @@ func TestDiskFullOSMode(t *testing.T) {
 // producer's retry is appended anew at the next offset, not answered as a
 // duplicate of a batch that was never written.
 func TestDiskFullFsyncMode(t *testing.T) {
-	ffs := blog.NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	p, dir := testPartition(t, ffs, true)
 	appendDurable(t, p, makeBatch(7, 0, 0, 3, "a"))
 	appendDurable(t, p, makeBatch(7, 0, 3, 3, "b"))
@@ -216,7 +224,7 @@ func TestDiskFullFsyncMode(t *testing.T) {
 // last good sync, and the partition refuses writes from then on, even once
 // fsyncs work again.
 func TestFailedFsyncFailsPartition(t *testing.T) {
-	ffs := blog.NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	p, _ := testPartition(t, ffs, true)
 	appendDurable(t, p, makeBatch(-1, 0, 0, 3, "a"))
 
@@ -249,7 +257,7 @@ func TestFailedFsyncFailsPartition(t *testing.T) {
 // In durability.mode=os a write is acknowledged before its fsync; a failed
 // background fsync still fails the partition for later writes.
 func TestFailedFsyncFailsPartitionOSMode(t *testing.T) {
-	ffs := blog.NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	p, _ := testPartition(t, ffs, false)
 	ffs.FailSyncs(syscall.EIO)
 	if _, err := p.Append(makeBatch(-1, 0, 0, 1, "a"), nil); err != nil {
@@ -278,7 +286,7 @@ func TestFailedFsyncFailsPartitionOSMode(t *testing.T) {
 // the torn one leaves no bytes, and the partition takes writes again at
 // the old end once space returns.
 func TestDiskFullDropsWholeRound(t *testing.T) {
-	ffs := blog.NewFaultFS(nil)
+	ffs := vfs.NewFaultFS(nil)
 	m, p, dir := openPartition(t, ffs, true)
 	durable := func(res AppendResult) error {
 		m.flushAndSync()

@@ -7,7 +7,9 @@ package replica
 // restart, so consumers and ListOffsets see the committed records at once
 // instead of waiting for the followers' first fetches. It only lags: a
 // stale or missing checkpoint means a lower high watermark for a moment,
-// never records served that were not committed.
+// never records served that were not committed. It is replaced durably
+// (vfs.WriteFileAtomic): a power loss leaves the old value or the new one,
+// never an empty or torn file that would read as no checkpoint.
 
 import (
 	"errors"
@@ -16,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 const (
@@ -37,31 +41,45 @@ func readHWCheckpoint(dir string) int64 {
 	return v
 }
 
+// checkpointHWs writes the checkpoint of every partition whose high
+// watermark moved, several at a time (each write is two fsyncs). It runs on
+// its own ticker, so the group commit never waits for it.
+func (m *Manager) checkpointHWs() {
+	var moved []*Partition
+	for _, p := range m.All() {
+		if p.hw.Load() != p.hwCheckpointed.Load() {
+			moved = append(moved, p)
+		}
+	}
+	m.forEach(moved, func(p *Partition) {
+		if err := p.checkpointHW(); err != nil {
+			m.log.Warn("writing the high-watermark checkpoint", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+	})
+}
+
 // checkpointHW writes the high watermark if it moved since the last
-// checkpoint. No fsync: losing the newest checkpoint in a machine crash
-// only lowers the high watermark after the restart.
-func (p *Partition) checkpointHW() {
+// checkpoint, and reports a failed write (the next call tries again).
+func (p *Partition) checkpointHW() error {
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
 	hw := p.hw.Load()
 	if hw == p.hwCheckpointed.Load() || p.closed.Load() {
-		return
+		return nil
 	}
 	p.rmu.Lock()
 	single := len(p.repl.replicas) <= 1
 	p.rmu.Unlock()
 	if single {
-		return // its high watermark is its durable log end at every start
+		return nil // its high watermark is its durable log end at every start
 	}
 	path := filepath.Join(p.log.Dir(), hwCheckpointFile)
-	tmp := path + ".tmp"
-	err := os.WriteFile(tmp, []byte(strconv.FormatInt(hw, 10)+"\n"), 0o644)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) { // the partition was deleted meanwhile
-			p.logg.Warn("writing the high-watermark checkpoint", "topic", p.Topic, "partition", p.Index, "err", err)
+	if err := vfs.WriteFileAtomic(p.mgr.cfg.FS, path, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // the partition was deleted meanwhile
 		}
-		return
+		return err
 	}
 	p.hwCheckpointed.Store(hw)
+	return nil
 }

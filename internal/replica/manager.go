@@ -17,6 +17,7 @@ import (
 
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // ManagerConfig configures the replica manager.
@@ -39,9 +40,10 @@ type ManagerConfig struct {
 	// CleanerBackoff (log.cleaner.backoff.ms).
 	CleanerEnable  bool
 	CleanerBackoff time.Duration
-	// FS is the filesystem for partition logs; nil is the OS. Tests pass
-	// a log.FaultFS to inject full disks and failed fsyncs.
-	FS blog.FS
+	// FS is the filesystem for partition logs and the files beside them
+	// (high-watermark checkpoint, partition.metadata); nil is the OS. Tests
+	// pass a vfs.FaultFS to inject full disks and failed fsyncs.
+	FS vfs.FS
 
 	// Replication. AlterPartition proposes a new ISR for a partition this
 	// node leads (Kafka's AlterPartition: a PartitionChange with the
@@ -111,6 +113,9 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS()
+	}
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = time.Second
 	}
@@ -161,6 +166,8 @@ func (m *Manager) Start(ctx context.Context) {
 	go m.syncLoop(ctx)
 	go m.every(ctx, m.cfg.RetentionCheck, m.RunRetention)
 	go m.diskLoop(ctx)
+	m.wg.Add(1)
+	go m.every(ctx, hwCheckpointInterval, m.checkpointHWs)
 	if m.cfg.CleanerEnable {
 		m.wg.Add(1)
 		go m.every(ctx, m.cfg.CleanerBackoff, func() { m.RunCleaner(ctx) })
@@ -228,7 +235,9 @@ func (m *Manager) closePartition(p *Partition) error {
 		_, _ = p.log.Sync()
 	}
 	p.snapshotProducers(true)
-	p.checkpointHW()
+	if err := p.checkpointHW(); err != nil {
+		m.log.Warn("writing the high-watermark checkpoint", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
 	p.closed.Store(true)
 	p.notify()
 	return p.log.Close()
@@ -468,7 +477,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 		m.openHook(topic, mp.Index)
 	}
 	dir := filepath.Join(m.cfg.Dir, dirName(topic, mp.Index))
-	if err := checkTopicIDFile(dir, id); err != nil {
+	if err := checkTopicIDFile(m.cfg.FS, dir, id); err != nil {
 		return nil, err
 	}
 	l, err := blog.Open(dir, cfg.Log, blog.Options{FS: m.cfg.FS, Logger: m.log, Now: m.now})
@@ -504,7 +513,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 // checkTopicIDFile keeps a partition.metadata file (as Kafka does) with the
 // topic id, so that files of a deleted topic are never served as a new
 // topic of the same name.
-func checkTopicIDFile(dir string, id [16]byte) error {
+func checkTopicIDFile(fs vfs.FS, dir string, id [16]byte) error {
 	path := filepath.Join(dir, "partition.metadata")
 	want := "version: 0\ntopic_id: " + hex.EncodeToString(id[:]) + "\n"
 	b, err := os.ReadFile(path)
@@ -522,27 +531,7 @@ func checkTopicIDFile(dir string, id [16]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeFileSync(path, []byte(want))
-}
-
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return vfs.WriteFileAtomic(fs, path, []byte(want))
 }
 
 func contains(s []int32, v int32) bool {
@@ -647,8 +636,6 @@ func (m *Manager) syncLoop(ctx context.Context) {
 	}
 	snap := time.NewTicker(time.Minute)
 	defer snap.Stop()
-	hwTick := time.NewTicker(hwCheckpointInterval)
-	defer hwTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -658,11 +645,6 @@ func (m *Manager) syncLoop(ctx context.Context) {
 		case <-snap.C:
 			for _, p := range m.All() {
 				p.snapshotProducers(false)
-			}
-			continue
-		case <-hwTick.C:
-			for _, p := range m.All() {
-				p.checkpointHW()
 			}
 			continue
 		}

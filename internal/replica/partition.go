@@ -97,8 +97,10 @@ type Partition struct {
 	adding   atomic.Bool  // a reassignment is adding this replica (throttled)
 	leaderHW atomic.Int64 // follower: the leader's high watermark
 	// hwCheckpointed is the high watermark last written to the
-	// high-watermark checkpoint (hwcheckpoint.go).
+	// high-watermark checkpoint (hwcheckpoint.go); hwMu serialises its
+	// writers (the checkpoint ticker and closing).
 	hwCheckpointed atomic.Int64
+	hwMu           sync.Mutex
 	// flushMu serialises writes to the log that bypass appendMu (the
 	// flusher's) with a follower's truncation.
 	flushMu sync.Mutex

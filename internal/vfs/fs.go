@@ -1,4 +1,8 @@
-package log
+// Package vfs is the filesystem interface Berth's storage does its I/O
+// through, so tests can inject faults: the operating system's (OS), an
+// error-injecting wrapper (FaultFS), and WriteFileAtomic, the one way a file
+// is replaced by renaming a new one over it.
+package vfs
 
 import (
 	"io"
@@ -6,8 +10,7 @@ import (
 	"sort"
 )
 
-// FS is the filesystem the log does all its I/O through, so tests can inject
-// faults (see FaultFS). Names are full paths.
+// FS is a filesystem. Names are full paths.
 type FS interface {
 	// OpenFile opens a file as os.OpenFile does.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
@@ -22,8 +25,9 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// File is an open file. The log writes with WriteAt (pwrite) at the end it
-// tracks itself and reads with ReadAt (pread), so the file offset is unused.
+// File is an open file. The partition log writes with WriteAt (pwrite) at
+// the end it tracks itself and reads with ReadAt (pread); Write writes at
+// the file offset.
 type File interface {
 	io.ReaderAt
 	io.Writer
@@ -34,8 +38,8 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
-// OSFS returns the FS of the operating system.
-func OSFS() FS { return osFS{} }
+// OS returns the FS of the operating system.
+func OS() FS { return osFS{} }
 
 type osFS struct{}
 

@@ -1,31 +1,37 @@
-package log
+package vfs
 
 import (
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 )
 
 // FaultFS wraps an FS and injects faults: writes that run out of space
 // partway (like a full disk: the bytes that fit are written, then ENOSPC)
-// and failing fsyncs. Tests in this and other packages use it to prove that
-// a failed write leaves no partial batch and a failed fsync loses no
-// acknowledged record. Safe for concurrent use.
+// and failing fsyncs of files or directories. It can also record the
+// operations done through it, in order. Tests use it to prove that a failed
+// write leaves no partial batch, that a failed fsync loses no acknowledged
+// record, and that a file is fsynced before it is renamed into place. Safe
+// for concurrent use.
 type FaultFS struct {
 	fs FS
 
 	mu          sync.Mutex
 	writeBudget int64 // bytes writable before writeErr; < 0 unlimited
 	writeErr    error
-	syncErr     error
+	fileSyncErr error
+	dirSyncErr  error
 	syncHook    func(name string)
 	written     int64
+	recording   bool
+	ops         []string
 }
 
 // NewFaultFS wraps fs (nil: the OS filesystem) with no faults armed.
 func NewFaultFS(fs FS) *FaultFS {
 	if fs == nil {
-		fs = OSFS()
+		fs = OS()
 	}
 	return &FaultFS{fs: fs, writeBudget: -1}
 }
@@ -46,7 +52,46 @@ func (f *FaultFS) FailWritesAfter(n int64, err error) {
 func (f *FaultFS) FailSyncs(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.syncErr = err
+	f.fileSyncErr, f.dirSyncErr = err, err
+}
+
+// FailFileSyncs makes File.Sync fail with err (SyncDir works); nil heals.
+func (f *FaultFS) FailFileSyncs(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fileSyncErr = err
+}
+
+// FailDirSyncs makes SyncDir fail with err (File.Sync works); nil heals.
+func (f *FaultFS) FailDirSyncs(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dirSyncErr = err
+}
+
+// Record starts recording operations afresh (see Ops).
+func (f *FaultFS) Record() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recording, f.ops = true, nil
+}
+
+// Ops returns the operations done since Record, in order, one string each:
+// "open <name>", "write <name>", "sync <name>", "close <name>", "remove
+// <name>", "rename <old> <new>", "syncdir <dir>". Failed operations are
+// included.
+func (f *FaultFS) Ops() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ops...)
+}
+
+func (f *FaultFS) record(op string, names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.recording {
+		f.ops = append(f.ops, strings.Join(append([]string{op}, names...), " "))
+	}
 }
 
 // SetSyncHook makes every File.Sync call fn(name) first (nil removes it);
@@ -82,13 +127,14 @@ func (f *FaultFS) allow(n int) (int, error) {
 	return m, f.writeErr
 }
 
-func (f *FaultFS) syncError() error {
+func (f *FaultFS) syncErrors() (file, dir error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.syncErr
+	return f.fileSyncErr, f.dirSyncErr
 }
 
 func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f.record("open", name)
 	file, err := f.fs.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -96,14 +142,23 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	return &faultFile{File: file, fs: f, name: name}, nil
 }
 
-func (f *FaultFS) Remove(name string) error                    { return f.fs.Remove(name) }
+func (f *FaultFS) Remove(name string) error {
+	f.record("remove", name)
+	return f.fs.Remove(name)
+}
+
+func (f *FaultFS) Rename(oldname, newname string) error {
+	f.record("rename", oldname, newname)
+	return f.fs.Rename(oldname, newname)
+}
+
 func (f *FaultFS) RemoveAll(dir string) error                  { return f.fs.RemoveAll(dir) }
-func (f *FaultFS) Rename(oldname, newname string) error        { return f.fs.Rename(oldname, newname) }
 func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error { return f.fs.MkdirAll(dir, perm) }
 func (f *FaultFS) ReadDir(dir string) ([]string, error)        { return f.fs.ReadDir(dir) }
 
 func (f *FaultFS) SyncDir(dir string) error {
-	if err := f.syncError(); err != nil {
+	f.record("syncdir", dir)
+	if _, err := f.syncErrors(); err != nil {
 		return err
 	}
 	return f.fs.SyncDir(dir)
@@ -116,6 +171,7 @@ type faultFile struct {
 }
 
 func (ff *faultFile) Write(b []byte) (int, error) {
+	ff.fs.record("write", ff.name)
 	n, ferr := ff.fs.allow(len(b))
 	m, err := ff.File.Write(b[:n])
 	if err == nil {
@@ -125,6 +181,7 @@ func (ff *faultFile) Write(b []byte) (int, error) {
 }
 
 func (ff *faultFile) WriteAt(b []byte, off int64) (int, error) {
+	ff.fs.record("write", ff.name)
 	n, ferr := ff.fs.allow(len(b))
 	m, err := ff.File.WriteAt(b[:n], off)
 	if err == nil {
@@ -134,14 +191,20 @@ func (ff *faultFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (ff *faultFile) Sync() error {
+	ff.fs.record("sync", ff.name)
 	ff.fs.mu.Lock()
 	hook := ff.fs.syncHook
 	ff.fs.mu.Unlock()
 	if hook != nil {
 		hook(ff.name)
 	}
-	if err := ff.fs.syncError(); err != nil {
+	if err, _ := ff.fs.syncErrors(); err != nil {
 		return err
 	}
 	return ff.File.Sync()
+}
+
+func (ff *faultFile) Close() error {
+	ff.fs.record("close", ff.name)
+	return ff.File.Close()
 }

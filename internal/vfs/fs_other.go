@@ -1,6 +1,6 @@
 //go:build !linux
 
-package log
+package vfs
 
 // Sync is fsync (the OS has no fdatasync that Go exposes).
 func (f osFile) Sync() error { return f.File.Sync() }
