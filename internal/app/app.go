@@ -319,6 +319,13 @@ func (n *Node) HTTPAddr() string {
 // Replicas exposes the replica manager (tests, metrics).
 func (n *Node) Replicas() *replica.Manager { return n.replicas }
 
+// Intercept installs a fault hook for tests: fn runs before this node
+// serves each Kafka request (its API key given), from clients and from
+// other brokers and this node's own coordinators alike (WriteTxnMarkers,
+// AddPartitionsToTxn from a partition leader); it may delay the request
+// or drop it (an error closes the connection). nil removes it.
+func (n *Node) Intercept(fn handler.Intercept) { n.kh.SetIntercept(fn) }
+
 // Close shuts the node down: connections, then logs, then metadata.
 func (n *Node) Close() error {
 	var errs []error

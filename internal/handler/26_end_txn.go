@@ -12,7 +12,12 @@ package handler
 // epoch and the answer returns the producer id and epoch to go on with
 // (a new producer id at epoch 0 when the epoch is exhausted); an abort
 // with nothing in the transaction is allowed; a retry presenting the epoch
-// before the bump gets the same answer.
+// before the bump gets the same answer. While the markers of the
+// producer's previous transaction are going out, an EndTxn at the epoch
+// it returned (the next transaction's, an abort of a transaction nothing
+// was enlisted in yet, typically) waits for them, up to concurrentWait,
+// then answers CONCURRENT_TRANSACTIONS, as a retry of the previous
+// EndTxn does.
 
 import (
 	"context"
@@ -33,7 +38,7 @@ func (b *Broker) endTxn(ctx context.Context, req *server.Request) (server.Reply,
 	if r.Version >= 5 {
 		tv = txn.TV2
 	}
-	res := b.txnDo(ctx, r.TransactionalID, func(tp *txn.Partition, t time.Time) txn.Result {
+	res := b.txnDoWaiting(ctx, r.TransactionalID, func(tp *txn.Partition, t time.Time) txn.Result {
 		return tp.EndTxn(txn.EndRequest{TransactionalID: r.TransactionalID, ProducerID: r.ProducerID,
 			ProducerEpoch: r.ProducerEpoch, Commit: r.Commit, ClientVersion: tv}, t)
 	})

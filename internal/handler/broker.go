@@ -119,6 +119,23 @@ type Broker struct {
 	// downLogged is when (Unix ns) a topic creation that waits for
 	// brokers was last logged (brokersUp).
 	downLogged atomic.Int64
+
+	intercept atomic.Pointer[Intercept] // SetIntercept's hook; nil: none
+}
+
+// Intercept is a fault hook for tests (SetIntercept): it runs before a
+// request with API key key is served, and may delay it, or drop it by
+// returning an error, which closes the connection as a lost link would.
+type Intercept func(ctx context.Context, key int16) error
+
+// SetIntercept installs fn as the fault hook run before every request
+// this node serves (nil removes it). Only tests install one.
+func (b *Broker) SetIntercept(fn Intercept) {
+	if fn == nil {
+		b.intercept.Store(nil)
+		return
+	}
+	b.intercept.Store(&fn)
 }
 
 // New makes the request handler of one node.
@@ -140,6 +157,11 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 	a, ok := apis[req.Key]
 	if !ok {
 		return nil, fmt.Errorf("API key %d not served", req.Key)
+	}
+	if f := b.intercept.Load(); f != nil {
+		if err := (*f)(ctx, req.Key); err != nil {
+			return nil, err
+		}
 	}
 	return a.fn(b, ctx, req)
 }

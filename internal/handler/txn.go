@@ -59,13 +59,13 @@ func (b *Broker) txnDo(ctx context.Context, id string, op func(tp *txn.Partition
 // CONCURRENT_TRANSACTIONS.
 const concurrentWait = 2 * time.Second
 
-// txnDoWaiting is txnDo for an operation that begins or joins a
-// transaction (AddPartitionsToTxn, AddOffsetsToTxn): while the previous
-// transaction's markers are going out (CONCURRENT_TRANSACTIONS) it waits
-// for the coordinator's next change and tries again, for up to
+// txnDoWaiting is txnDo for an operation that begins, joins or ends a
+// transaction (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn): while the
+// previous transaction's markers are going out (CONCURRENT_TRANSACTIONS)
+// it waits for the coordinator's next change and tries again, for up to
 // concurrentWait, instead of making the client poll: a producer that
-// starts its next transaction right after EndTxn is answered as soon as
-// the previous one completes.
+// starts (or, with Transactions V2, aborts) its next transaction right
+// after EndTxn is answered as soon as the previous one completes.
 func (b *Broker) txnDoWaiting(ctx context.Context, id string, op func(tp *txn.Partition, now time.Time) txn.Result) txn.Result {
 	p, err := b.txnPartition(id)
 	if err != nil {

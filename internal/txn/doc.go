@@ -62,6 +62,12 @@
 // (NextProducerID) and becomes the producer id, at epoch 0, when the
 // transaction completes. A V2 retry of EndTxn presents the epoch before
 // the bump (or the old producer id and 32766) and gets the current ones.
+// The client has the bumped epoch (or the next producer id) as soon as
+// the Prepare record is durable, before the markers: while they go out,
+// its requests with it (the next transaction's enlistments, EndTxn,
+// AddOffsets, InitProducerId) answer CONCURRENT_TRANSACTIONS, as a retry
+// does, and are served once the transaction completes; only an older
+// epoch is PRODUCER_FENCED.
 // When the coordinator fences a V2 transaction (timeout, InitProducerId
 // during it) the epoch goes up by two, the fencing bump and the
 // end-of-transaction bump, as in Kafka: the producer's EndTxn with its

@@ -153,9 +153,11 @@ func (p *Partition) InitProducerID(r InitRequest, now time.Time) Result {
 		return res
 	}
 	// KIP-360: a client presenting its producer id must still own the
-	// transactional id: the current producer id, or the one before a
-	// rotation it retries with its exhausted epoch.
-	if expected && t.ProducerEpoch != NoEpoch && r.ProducerID != t.ProducerID &&
+	// transactional id: the current producer id (or the next one, which
+	// a Transactions V2 client holds while the transaction that
+	// exhausted the epoch completes), or the one before a rotation it
+	// retries with its exhausted epoch.
+	if expected && t.ProducerEpoch != NoEpoch && !t.knows(r.ProducerID) &&
 		!(r.ProducerID == t.PrevProducerID && exhausted(r.ProducerEpoch)) {
 		return fail(kerr.ProducerFenced)
 	}
@@ -248,17 +250,38 @@ func (p *Partition) complete(t *Txn, ms int64, res *Result) {
 	res.write(t)
 }
 
+// clientProducer is the producer id and epoch t's client holds: the
+// ones in use, except while a Transactions V2 transaction that exhausted
+// the epoch completes (its markers carry the old producer id), when the
+// client already has the next producer id at epoch 0.
+func (t *Txn) clientProducer() (int64, int16) {
+	if t.NextProducerID != NoProducerID {
+		return t.NextProducerID, 0
+	}
+	return t.ProducerID, t.ProducerEpoch
+}
+
+// knows says whether pid is t's producer id, or the next one its client
+// already holds.
+func (t *Txn) knows(pid int64) bool {
+	return pid == t.ProducerID || (t.NextProducerID != NoProducerID && pid == t.NextProducerID)
+}
+
 // check is the ownership check of AddPartitionsToTxn, AddOffsetsToTxn and
-// its verify form.
+// its verify form. The client's producer id and epoch are the ones it
+// holds (clientProducer): with Transactions V2, the ones EndTxn returned,
+// which it uses at once while the markers go out; it waits with
+// CONCURRENT_TRANSACTIONS until they are done.
 func (p *Partition) check(id string, pid int64, epoch int16) (*Txn, error) {
 	if id == "" {
 		return nil, kerr.InvalidRequest
 	}
 	t, ok := p.txns[id]
-	switch {
-	case !ok || t.ProducerID != pid:
+	if !ok || !t.knows(pid) {
 		return nil, kerr.InvalidProducerIDMapping
-	case t.ProducerEpoch != epoch:
+	}
+	switch cpid, cepoch := t.clientProducer(); {
+	case cpid != pid || cepoch != epoch:
 		return nil, kerr.ProducerFenced
 	case t.Status == PrepareCommit || t.Status == PrepareAbort || t.Status == PrepareEpochFence || t.Status == Dead:
 		return nil, kerr.ConcurrentTransactions
@@ -375,24 +398,28 @@ func (p *Partition) EndTxn(r EndRequest, now time.Time) Result {
 	// A Transactions V2 client retrying an EndTxn whose answer it lost
 	// presents the epoch before the bump, or the exhausted epoch of the
 	// producer id the transaction ended with.
-	retryBump := v2 && t.ProducerEpoch == r.ProducerEpoch+1
+	retryBump := v2 && r.ProducerID == t.ProducerID && t.ProducerEpoch == r.ProducerEpoch+1
 	retryOverflow := v2 && t.PrevProducerID == r.ProducerID && r.ProducerEpoch == math.MaxInt16-1 && t.ProducerEpoch == 0
 	retry := retryBump || retryOverflow
+	// The producer id and epoch the client holds: with V2, the ones the
+	// last EndTxn returned, even while that transaction's markers go out.
+	cpid, cepoch := t.clientProducer()
+	holds := r.ProducerID == cpid && r.ProducerEpoch == cepoch
 	var validEpoch bool
 	if v2 {
 		switch t.Status {
 		case PrepareCommit, PrepareAbort:
-			validEpoch = retryBump
+			validEpoch = retryBump || holds
 		case CompleteCommit, CompleteAbort:
-			validEpoch = retry || r.ProducerEpoch == t.ProducerEpoch
+			validEpoch = retry || holds
 		default:
-			validEpoch = r.ProducerEpoch == t.ProducerEpoch
+			validEpoch = holds
 		}
 	} else {
 		validEpoch = r.ProducerEpoch == t.ProducerEpoch
 	}
 	switch {
-	case t.ProducerID != r.ProducerID && !retryOverflow:
+	case !t.knows(r.ProducerID) && !retryOverflow:
 		return fail(kerr.InvalidProducerIDMapping)
 	case !validEpoch:
 		return fail(kerr.ProducerFenced)
@@ -411,7 +438,14 @@ func (p *Partition) EndTxn(r EndRequest, now time.Time) Result {
 		}
 		return fail(kerr.InvalidTxnState)
 	case PrepareCommit, PrepareAbort:
-		if r.Commit == (t.Status == PrepareCommit) {
+		// With V2 the client has the bumped epoch as soon as the
+		// Prepare record is durable, before the markers: its EndTxn at
+		// that epoch ends its next transaction (an abort of a
+		// transaction nothing was enlisted in yet, typically), which
+		// waits until this one completes, as in Kafka (its coordinator
+		// answers CONCURRENT_TRANSACTIONS while the markers are
+		// pending).
+		if r.Commit == (t.Status == PrepareCommit) || (v2 && !retry) {
 			return fail(kerr.ConcurrentTransactions)
 		}
 		return fail(kerr.InvalidTxnState)
