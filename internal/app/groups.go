@@ -95,10 +95,11 @@ type partitionLoader struct {
 	// partitions, if set, learns the topic's partition count.
 	partitions func(n int32)
 
-	mu     sync.Mutex // guards loaded and runs
-	loaded map[int32]bool
-	runs   map[int32]*loadRun // the replay of each partition, running or ended
-	wg     sync.WaitGroup
+	mu      sync.Mutex // guards applied, loaded and runs
+	applied uint64     // the index of the newest image reconciled
+	loaded  map[int32]bool
+	runs    map[int32]*loadRun // the replay of each partition, running or ended
+	wg      sync.WaitGroup
 }
 
 // loadRun is one replay of a partition; a replay cancelled (the node lost
@@ -113,6 +114,13 @@ func (l *partitionLoader) reconcile(im *metadata.Image) {
 	t := im.Topic(l.topic)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The follow loop and a handler's propose (AfterApply) reconcile with
+	// images of their own; an older one arriving late must not undo a
+	// newer one (unload what it loaded).
+	if im.Index < l.applied {
+		return
+	}
+	l.applied = im.Index
 	lead := map[int32]bool{}
 	if t != nil {
 		if l.partitions != nil {
