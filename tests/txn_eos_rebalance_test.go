@@ -216,17 +216,6 @@ func TestTxnPipelineRebalancesExactlyOnce(t *testing.T) {
 		}
 		return nil
 	})
-	// __consumer_offsets and __transaction_state are created one after
-	// the other before the runs start (FindCoordinator and
-	// InitProducerId): created at once, by concurrent requests, a
-	// coordinator's loader may apply the older metadata image last and
-	// unload its partitions (NOT_COORDINATOR until the next metadata
-	// change), a defect of its own, reported with issue 12.
-	for _, r := range tc.Admin(t, n.Addr()).FindGroupCoordinators(ctxT(t, 10*time.Second), "warm-up") {
-		must(t, "FindCoordinator", r.Err)
-	}
-	_, _, err := initTxnPID(t, tc.Client(t, n.Addr()), "warm-up", 60000, -1, -1)
-	must(t, "InitProducerId", err)
 	const (
 		partitions = 6
 		perStage   = 3
