@@ -8,7 +8,6 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -101,8 +100,9 @@ func TestShareClusterCompetingWorkersThroughFailover(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if leader = ts["jobs"].Partitions[0].Leader; leader < 0 {
-			return errors.New("no leader")
+		// Node ids start at 1: a missing partition reads as leader 0.
+		if leader = ts["jobs"].Partitions[0].Leader; leader <= 0 {
+			return fmt.Errorf("no leader: %+v", ts["jobs"])
 		}
 		return nil
 	})

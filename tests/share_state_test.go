@@ -177,9 +177,10 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// Node ids start at 1: a missing partition reads as leader 0.
 		leader = ps["jobs"].Partitions[0].Leader
-		if leader < 0 {
-			return errors.New("no leader")
+		if leader <= 0 {
+			return fmt.Errorf("no leader: %+v", ps["jobs"])
 		}
 		return nil
 	})
