@@ -64,19 +64,24 @@ func TestClusterStockClients(t *testing.T) {
 	}
 
 	// Every partition is on three brokers, all in sync, and the group's
-	// offsets are committed in the replicated __consumer_offsets.
-	md, err := adm.Metadata(ctx, "kc", "py", "__consumer_offsets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, td := range md.Topics {
-		for _, pd := range td.Partitions {
-			if len(pd.Replicas) != 3 || len(pd.ISR) != 3 {
-				t.Errorf("%s-%d: replicas %v isr %v, want 3 of each", td.Topic, pd.Partition, pd.Replicas, pd.ISR)
+	// offsets are committed in the replicated __consumer_offsets. A
+	// follower that fell behind for replica.lag.time.max.ms (2 s here) on
+	// a busy machine is out of the ISR until it catches up: wait for that.
+	tc.Eventually(t, 30*time.Second, func() error {
+		md, err := adm.Metadata(ctxT(t, 10*time.Second), "kc", "py", "__consumer_offsets")
+		if err != nil {
+			return err
+		}
+		for _, td := range md.Topics {
+			for _, pd := range td.Partitions {
+				if len(pd.Replicas) != 3 || len(pd.ISR) != 3 {
+					return fmt.Errorf("%s-%d: replicas %v isr %v, want 3 of each", td.Topic, pd.Partition, pd.Replicas, pd.ISR)
+				}
 			}
 		}
-	}
-	offs, err := adm.FetchOffsets(ctx, "pyg")
+		return nil
+	})
+	offs, err := adm.FetchOffsets(ctxT(t, 10*time.Second), "pyg")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,6 +195,27 @@ func (r *faultRig) waitFullISR(from int32, within time.Duration) time.Duration {
 // been sent before it.
 const ackGrace = 100 * time.Millisecond
 
+// downAckGrace: an answer the client reads this soon after brokers were
+// killed may be for a write they had fetched before they died (decided
+// then, but slow to arrive on a loaded machine). It is half the test
+// clusters' replica.lag.time.max.ms and broker.session.timeout.ms (2 s):
+// no ISR can shrink sooner, so an answer wrongly given when one does is
+// still caught.
+const downAckGrace = time.Second
+
+// acksAfterKill counts, per partition, the acknowledgements that no
+// broker may give once brokers were killed at killed leaving too few
+// replicas: of a record produced after the kill, whenever its answer
+// came (the dead replicas never saw it), and any answer arriving more
+// than downAckGrace after the kill.
+func (r *faultRig) acksAfterKill(killed time.Time) map[int32]int {
+	n := r.h.AcksSentAfter(killed)
+	for p, c := range r.h.AcksAfter(killed.Add(downAckGrace)) {
+		n[p] += c
+	}
+	return n
+}
+
 // waitAcks waits until every partition (or those listed) has an
 // acknowledgement after t+ackGrace (failing the test if that takes longer than
 // within after t), and returns how long after t the last of those first

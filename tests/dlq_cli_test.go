@@ -404,10 +404,12 @@ func TestDLQCLIRedriveResumes(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, stderr, err := berthCLI(ctx, "", "dlq", "redrive", "dlq.jobs", "--rate", "20", "--json", "-b", addr)
+		out, stderr, err := berthCLI(ctx, "", "dlq", "redrive", "dlq.jobs", "--rate", "5", "--json", "-b", addr)
 		done <- result{out, stderr, err}
 	}()
-	// Interrupt once some, not all, have moved.
+	// Interrupt once some, not all, have moved: at 5 a second the 40
+	// jobs take 8 s, so the interruption lands well before the end even
+	// when this goroutine is slow to see the first 5 arrive.
 	tc.Eventually(t, 30*time.Second, func() error {
 		ends, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), "jobs")
 		if err != nil {

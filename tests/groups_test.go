@@ -331,16 +331,27 @@ func TestStaticMemberRestartsWithoutRebalance(t *testing.T) {
 	tc.CreateTopic(t, n.Addr(), "static", 2, nil)
 	produceN(t, n.Addr(), "static", 20)
 	adm := tc.Admin(t, n.Addr())
-	// rebalances waits for a stable group of two and returns how many
-	// generations it has been through (DescribeGroups has no generation).
+	// rebalances waits for a stable group of two, each member with one of
+	// the two partitions, and returns how many generations it has been
+	// through (DescribeGroups has no generation). The group is also
+	// Stable between the two rebalances of kgo's cooperative protocol
+	// (the first takes a partition from a, the second gives it to b), so
+	// the assignment, not the state, tells that the rebalancing is over.
 	rebalances := func() float64 {
 		tc.Eventually(t, 30*time.Second, func() error {
 			dg, err := adm.DescribeGroups(ctxT(t, 10*time.Second), "statics")
 			if err != nil {
 				return err
 			}
-			if g := dg["statics"]; g.State != "Stable" || len(g.Members) != 2 {
+			g := dg["statics"]
+			if g.State != "Stable" || len(g.Members) != 2 {
 				return fmt.Errorf("state %s, %d members", g.State, len(g.Members))
+			}
+			for _, m := range g.Members {
+				ca, ok := m.Assigned.AsConsumer()
+				if !ok || len(ca.Topics) != 1 || len(ca.Topics[0].Partitions) != 1 {
+					return fmt.Errorf("member %s assigned %+v, want one partition", m.MemberID, m.Assigned)
+				}
 			}
 			return nil
 		})

@@ -4,9 +4,16 @@ package tests
 // ShareAcknowledge) against one broker: competing consumers, release
 // with the retry backoff, the delivery limit, lock expiry and a consumer
 // that closes with records in hand. Share-partitions start at the high
-// watermark (share.auto.offset.reset=latest, Kafka's default; group
-// configs are not settable yet), so each test first makes the consumer
-// receive a warm-up record: the share-partition exists from then on.
+// watermark (share.auto.offset.reset=latest, Kafka's default), so each
+// test first makes the consumer receive a warm-up record: the
+// share-partition exists from then on.
+//
+// A kgo share consumer acquires records in the background, before they
+// are polled, and a poll accepts whatever the poll before it returned
+// unacknowledged. So a test that must hold several records at once
+// produces them as one batch (produceOneBatch), which one ShareFetch
+// acquires whole and one poll returns, and leaves no warm-up record
+// behind (warmShare).
 
 import (
 	"context"
@@ -48,22 +55,63 @@ func pollFor(t *testing.T, cl *kgo.Client, d time.Duration) []*kgo.Record {
 	return fs.Records()
 }
 
-// warmShare makes the share-partition of topic exist for cl's group:
-// it produces warm-up records until cl receives one, and accepts them.
+// produceOneBatch produces recs (all to one partition) as one record
+// batch: a client that flushes only when told to sends them in one
+// request, where a linger timer firing between two records could split
+// them. A share consumer then acquires them in one ShareFetch and returns
+// them in one poll.
+func produceOneBatch(t *testing.T, seeds []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ManualFlushing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(t, 30*time.Second)
+	errs := make(chan error, len(recs))
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { errs <- err })
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatalf("flushing one batch: %v", err)
+	}
+	for range recs {
+		if err := <-errs; err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+}
+
+// warmShare makes the share-partition of topic exist for cl's group,
+// whose only member cl must be: it produces warm-up records, one a
+// second, until cl receives one, then goes on polling until cl has
+// received the last one produced too, accepting all it gets. Warm-up
+// records produced before the share-partition started are never
+// delivered; any produced after the first one cl receives are (a poll can
+// end while the fetch carrying its record is on its way, and the next
+// round produces another), and they must not be left for the test's own
+// polls and counts.
 func warmShare(t *testing.T, prod, cl *kgo.Client, topic string) {
 	t.Helper()
+	produced, received := 0, 0 // warm-up numbers: the last produced, the highest received
 	tc.Eventually(t, 60*time.Second, func() error {
-		produceSync(t, prod, &kgo.Record{Topic: topic, Key: []byte("warm")})
-		for _, r := range pollFor(t, cl, time.Second) {
-			if string(r.Key) == "warm" {
-				r.Ack(kgo.AckAccept)
-				if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
-					return err
-				}
-				return nil
-			}
+		if received == 0 {
+			produced++
+			produceSync(t, prod, &kgo.Record{Topic: topic, Key: []byte("warm"), Value: []byte(strconv.Itoa(produced))})
 		}
-		return errors.New("no warm-up record yet")
+		for _, r := range pollFor(t, cl, time.Second) {
+			if n, err := strconv.Atoi(string(r.Value)); string(r.Key) == "warm" && err == nil {
+				received = max(received, n)
+			}
+			r.Ack(kgo.AckAccept)
+		}
+		if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+			return err
+		}
+		if received < produced {
+			return fmt.Errorf("warm-up record %d received, %d produced", received, produced)
+		}
+		return nil
 	})
 }
 
@@ -72,8 +120,8 @@ func TestShareFetchCompetingConsumersEachJobOnce(t *testing.T) {
 	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
 	prod := tc.Client(t, n.Addr())
 	a := shareConsumer(t, n.Addr(), "workers", "jobs", kgo.ShareMaxRecords(10))
-	b := shareConsumer(t, n.Addr(), "workers", "jobs", kgo.ShareMaxRecords(10))
 	warmShare(t, prod, a, "jobs")
+	b := shareConsumer(t, n.Addr(), "workers", "jobs", kgo.ShareMaxRecords(10))
 
 	const jobs = 200
 	var recs []*kgo.Record
@@ -143,22 +191,31 @@ func TestShareFetchReleaseBackoffAndDeliveryLimit(t *testing.T) {
 	cl := shareConsumer(t, n.Addr(), "retry", "retries")
 	warmShare(t, prod, cl, "retries")
 
-	produceSync(t, prod, &kgo.Record{Topic: "retries", Key: []byte("job"), Value: []byte("r")},
+	produceOneBatch(t, []string{n.Addr()}, &kgo.Record{Topic: "retries", Key: []byte("job"), Value: []byte("r")},
 		&kgo.Record{Topic: "retries", Key: []byte("job"), Value: []byte("x")})
 
-	// receive waits for the jobs with values vs (in one or more polls:
-	// a poll auto-accepts what the one before it returned unacked).
+	// receive waits for the poll that returns the jobs with values vs,
+	// all of them: were they split over two polls, the second would
+	// accept those the first returned.
 	receive := func(vs ...string) map[string]*kgo.Record {
 		t.Helper()
-		got := map[string]*kgo.Record{}
+		var got map[string]*kgo.Record
 		tc.Eventually(t, 30*time.Second, func() error {
+			got = map[string]*kgo.Record{}
 			for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 				got[string(r.Value)] = r
 			}
+			var missing []string
 			for _, v := range vs {
 				if got[v] == nil {
-					return fmt.Errorf("job %s not delivered", v)
+					missing = append(missing, v)
 				}
+			}
+			if len(missing) == len(vs) {
+				return fmt.Errorf("jobs %v not delivered", vs)
+			}
+			if len(missing) > 0 {
+				t.Fatalf("jobs %v came without %v in the same poll", vs, missing)
 			}
 			return nil
 		})
@@ -221,15 +278,20 @@ func TestShareFetchLockExpiryRedelivers(t *testing.T) {
 	prod := tc.Client(t, n.Addr())
 	hung := shareConsumer(t, n.Addr(), "lockers", "locks")
 	warmShare(t, prod, hung, "locks")
-	produceSync(t, prod, &kgo.Record{Topic: "locks", Key: []byte("job"), Value: []byte("1")},
+	// One batch, so one poll returns both: a second poll would accept
+	// what the first returned.
+	produceOneBatch(t, []string{n.Addr()}, &kgo.Record{Topic: "locks", Key: []byte("job"), Value: []byte("1")},
 		&kgo.Record{Topic: "locks", Key: []byte("job"), Value: []byte("2")})
 	held := map[string]bool{}
 	tc.Eventually(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, hung, 500*time.Millisecond) {
 			held[string(r.Value)] = true
 		}
+		if len(held) == 0 {
+			return errors.New("hung consumer holds nothing yet")
+		}
 		if !held["1"] || !held["2"] {
-			return fmt.Errorf("hung consumer holds %v", held)
+			t.Fatalf("hung consumer got %v in one poll, want both jobs", held)
 		}
 		return nil
 	})

@@ -57,14 +57,18 @@ func TestShareMetrics(t *testing.T) {
 	for i := range 5 {
 		recs = append(recs, &kgo.Record{Topic: "jobs", Value: []byte(fmt.Sprint(i))})
 	}
-	produceSync(t, prod, recs...)
+	// One batch, taken in one poll: a second poll would accept what the
+	// first returned.
+	produceOneBatch(t, []string{n.Addr()}, recs...)
 
 	// Take the five jobs and hold them: five in flight.
 	var held []*kgo.Record
 	tc.Eventually(t, 20*time.Second, func() error {
-		held = append(held, pollFor(t, cl, 500*time.Millisecond)...)
-		if len(held) < 5 {
-			return fmt.Errorf("%d of 5 jobs acquired", len(held))
+		if held = pollFor(t, cl, 500*time.Millisecond); len(held) == 0 {
+			return fmt.Errorf("no job acquired yet")
+		}
+		if len(held) != 5 {
+			t.Fatalf("one poll returned %d of the 5 jobs of one batch", len(held))
 		}
 		return nil
 	})

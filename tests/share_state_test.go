@@ -18,17 +18,18 @@ import (
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
-// stateJobs drives the common part of the tests: 6 jobs in one batch,
-// taken by cl in one poll; jobs 0-2 accepted, job 3 released, jobs 4-5
-// left acquired. It returns when the acknowledgements are durable, with
-// the times of the acquisition and the release.
-func stateJobs(t *testing.T, prod, cl *kgo.Client, topic string) (acquired, released time.Time) {
+// stateJobs drives the common part of the tests: 6 jobs in one batch
+// (produced through seeds), taken by cl in one poll; jobs 0-2 accepted,
+// job 3 released, jobs 4-5 left acquired. It returns when the
+// acknowledgements are durable, with the times of the acquisition and the
+// release.
+func stateJobs(t *testing.T, seeds []string, cl *kgo.Client, topic string) (acquired, released time.Time) {
 	t.Helper()
 	var recs []*kgo.Record
 	for i := range 6 {
 		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte("job"), Value: []byte(strconv.Itoa(i))})
 	}
-	produceSync(t, prod, recs...)
+	produceOneBatch(t, seeds, recs...)
 	var got []*kgo.Record
 	tc.Eventually(t, 30*time.Second, func() error {
 		got = append(got, pollFor(t, cl, time.Second)...)
@@ -116,7 +117,7 @@ func TestShareStateSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	warmShare(t, prod, cl, "jobs")
-	_, released := stateJobs(t, prod, cl, "jobs")
+	_, released := stateJobs(t, []string{p.Addr()}, cl, "jobs")
 
 	p.Kill() // SIGKILL: nothing is flushed on the way out
 	// The old client cannot reach the restarted broker (a new port); its
@@ -168,7 +169,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	prod := tc.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
 	cl := shareConsumer(t, seeds[0], "workers", "jobs", kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond))
 	warmShare(t, prod, cl, "jobs")
-	stateJobs(t, prod, cl, "jobs")
+	stateJobs(t, seeds, cl, "jobs")
 
 	var leader int32 = -1
 	tc.Eventually(t, 10*time.Second, func() error {
@@ -176,9 +177,10 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// Node ids start at 1: a missing partition reads as leader 0.
 		leader = ps["jobs"].Partitions[0].Leader
-		if leader < 0 {
-			return errors.New("no leader")
+		if leader <= 0 {
+			return fmt.Errorf("no leader: %+v", ps["jobs"])
 		}
 		return nil
 	})

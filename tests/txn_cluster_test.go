@@ -69,13 +69,22 @@ func TestTxnCoordinatorClusterFailover(t *testing.T) {
 		if err != nil {
 			return out
 		}
-		topicID = td["out"].ID
+		if id := td["out"].ID; id != ([16]byte{}) {
+			topicID = id // a broker that has not applied the topic yet answers without it
+		}
 		for _, p := range td["out"].Partitions {
 			out[p.Partition] = p.Leader
 		}
 		return out
 	}
-	leaders()
+	// Every produce names the topic by id: wait until it is known (a
+	// broker that has not applied the new topic answers without it).
+	tc.Eventually(t, 10*time.Second, func() error {
+		if leaders(); topicID == ([16]byte{}) {
+			return errors.New("topic out not known yet")
+		}
+		return nil
+	})
 	committed := newConsumer(t, seeds[0], "out", kgo.ReadCommitted())
 	waitSet := func(want ...string) {
 		t.Helper()

@@ -33,12 +33,15 @@ type History struct {
 	consumed []Consumed
 }
 
-// Acked is an acknowledged record; At is when the ack arrived.
+// Acked is an acknowledged record; At is when the ack arrived, Sent when
+// the record was handed to the producer (it cannot have reached a broker
+// before).
 type Acked struct {
 	Key, Value string
 	Partition  int32
 	Offset     int64
 	At         time.Time
+	Sent       time.Time
 }
 
 // Failed is a record whose produce ended in an error.
@@ -108,6 +111,20 @@ func (h *History) AcksAfter(t time.Time) map[int32]int {
 	out := map[int32]int{}
 	for _, a := range h.acked {
 		if a.At.After(t) {
+			out[a.Partition]++
+		}
+	}
+	return out
+}
+
+// AcksSentAfter counts, per partition, the acknowledged records that
+// were handed to the producer after t, whenever their ack arrived.
+func (h *History) AcksSentAfter(t time.Time) map[int32]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[int32]int{}
+	for _, a := range h.acked {
+		if a.Sent.After(t) {
 			out[a.Partition]++
 		}
 	}

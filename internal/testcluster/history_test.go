@@ -76,3 +76,19 @@ func TestHistoryWrite(t *testing.T) {
 		t.Fatal(h.Schedule())
 	}
 }
+
+// AcksSentAfter counts the records handed to the producer after a time,
+// whenever their acknowledgement came; AcksAfter counts by arrival.
+func TestHistoryAcksSentAfter(t *testing.T) {
+	h := NewHistory(1)
+	t0 := time.Now()
+	h.Ack(Acked{Key: "a", Value: "a-1", Partition: 0, Sent: t0.Add(-time.Second), At: t0.Add(time.Second)})
+	h.Ack(Acked{Key: "a", Value: "a-2", Partition: 0, Sent: t0.Add(time.Millisecond), At: t0.Add(2 * time.Millisecond)})
+	h.Ack(Acked{Key: "b", Value: "b-1", Partition: 1, Sent: t0.Add(-time.Second), At: t0.Add(-time.Millisecond)})
+	if got := h.AcksSentAfter(t0); len(got) != 1 || got[0] != 1 {
+		t.Errorf("AcksSentAfter: %v, want a-2 on partition 0 only", got)
+	}
+	if got := h.AcksAfter(t0); len(got) != 1 || got[0] != 2 {
+		t.Errorf("AcksAfter: %v, want a-1 and a-2 on partition 0", got)
+	}
+}

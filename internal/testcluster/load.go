@@ -69,12 +69,13 @@ func (l *Load) produce(ctx context.Context, cl *kgo.Client, rng *rand.Rand, w, k
 		// The record's own context never expires: an idempotent producer
 		// keeps retrying until the record is acknowledged or the client
 		// closes, so a record fails only when it is given up on.
+		sent := time.Now()
 		cl.Produce(context.Background(), &kgo.Record{Key: []byte(key), Value: []byte(val)}, func(r *kgo.Record, err error) {
 			if err != nil {
 				l.h.Failure(Failed{Key: key, Value: val, Err: err.Error(), At: time.Now()})
 				return
 			}
-			l.h.Ack(Acked{Key: key, Value: val, Partition: r.Partition, Offset: r.Offset, At: time.Now()})
+			l.h.Ack(Acked{Key: key, Value: val, Partition: r.Partition, Offset: r.Offset, At: time.Now(), Sent: sent})
 		})
 	}
 }
