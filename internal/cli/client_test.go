@@ -71,16 +71,12 @@ func uniqueTopic(t *testing.T) string {
 	return fmt.Sprintf("cli-%s-%d", strings.ToLower(name), time.Now().UnixNano())
 }
 
-// closedPort returns an address on which nothing listens.
+// closedPort returns an address on which nothing listens, and nothing
+// will while the test runs (a reserved port, which no other test and no
+// ":0" listener is given).
 func closedPort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", testcluster.ReservePorts(t, 1)[0])
 }
 
 func TestResolveBootstrapEnv(t *testing.T) {

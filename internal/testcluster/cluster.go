@@ -3,7 +3,6 @@ package testcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,9 +74,7 @@ func NewCluster(t testing.TB, n int, args ...string) *Cluster {
 	t.Helper()
 	Binary(t)
 	c := &Cluster{t: t, Dir: ArtifactDir(t), cut: map[int32]bool{}}
-	// The ports stay held until the proxies have their own (":0") ports,
-	// so a proxy cannot be given a node's port.
-	ports, release := freePorts(t, 2*n)
+	ports := ReservePorts(t, 2*n)
 	var voters []string
 	for i := range n {
 		id := int32(i + 1)
@@ -95,7 +92,6 @@ func NewCluster(t testing.TB, n int, args ...string) *Cluster {
 		voters = append(voters, fmt.Sprintf("%d@%s", id, px.Addr()))
 		c.Nodes = append(c.Nodes, nd)
 	}
-	release()
 	for _, nd := range c.Nodes {
 		a := []string{
 			"--node.id", fmt.Sprint(nd.ID),
@@ -108,31 +104,6 @@ func NewCluster(t testing.TB, n int, args ...string) *Cluster {
 	}
 	t.Logf("cluster: %d nodes %v, logs in %s", n, c.Addrs(), c.Dir)
 	return c
-}
-
-// freePorts returns n distinct loopback ports, held until release is
-// called; after that they were free a moment ago.
-func freePorts(t testing.TB, n int) (ports []int, release func()) {
-	t.Helper()
-	var lns []net.Listener
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			for _, ln := range lns {
-				ln.Close()
-			}
-		})
-	}
-	t.Cleanup(release)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, release
 }
 
 // IDs lists the node ids, 1..N.

@@ -6,6 +6,7 @@ package testcluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -161,8 +163,9 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "berth-bin-")
-		if err != nil {
+		removeStaleBinaries()
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", binDirPrefix, os.Getpid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			buildErr = err
 			return
 		}
@@ -180,6 +183,31 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// binDirPrefix names the directory of a test process's binary: the
+// prefix and its process id. Nothing removes it when the process exits
+// (no test owns it), so the next build removes those of processes gone.
+const binDirPrefix = "berth-bin-"
+
+func removeStaleBinaries() {
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), binDirPrefix))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), binDirPrefix) || err != nil || pid == os.Getpid() {
+			continue
+		}
+		// (Old enough too: a directory made by an older version of this
+		// helper has a random number, not a process id.)
+		info, ierr := e.Info()
+		gone := errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		if gone && ierr == nil && time.Since(info.ModTime()) > 6*time.Hour {
+			os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
 }
 
 // Process is a berth broker in its own process.
