@@ -227,9 +227,8 @@ func TestWorkerRenewKeepsLongJob(t *testing.T) {
 	startWorker(t, n.Addr(), "workers", "jobs", "a", l, worker.Options{Concurrency: 2}, long)
 	startWorker(t, n.Addr(), "workers", "jobs", "b", l, worker.Options{Concurrency: 2}, long)
 	// A first job loads the share-partition (and creates
-	// __share_group_state): the registry takes an acquisition's time
-	// before that load, so a job acquired by the first fetch can come with
-	// most of a 1 s lock already spent (sharepart.Registry.Acquire).
+	// __share_group_state), so that the long job's renewals are all the
+	// test waits on.
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("first")})
 	tc.Eventually(t, 30*time.Second, func() error {
 		if len(l.resultsFor("first")) == 0 {
