@@ -50,6 +50,16 @@ type Config struct {
 	// must not block.
 	OnShareMembersRemoved func(group string, removed []share.GroupRemoval)
 
+	// Leader, if set, says what the metadata says of a partition of
+	// __consumer_offsets this coordinator has not been told to load: a
+	// request for one of its groups answers COORDINATOR_LOAD_IN_PROGRESS
+	// when this node leads it (its load is about to begin),
+	// COORDINATOR_NOT_AVAILABLE when the topic does not exist yet or the
+	// partition has no leader, and NOT_COORDINATOR when another node
+	// leads it (nil: always NOT_COORDINATOR). It is called with the
+	// coordinator's lock held and must not call back into it.
+	Leader func(p int32) Leadership
+
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.
 	Now func() time.Time
