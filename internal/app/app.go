@@ -205,6 +205,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.shares = shares
 	gc.OnShareMembersRemoved = shares.MembersRemoved
+	gc.OnShareGroupDelete = n.deleteShareGroup
 	gc.Defaults()
 	if err := gc.Validate(); err != nil {
 		return nil, err

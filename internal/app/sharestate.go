@@ -55,8 +55,14 @@ func (s *shareStates) close() {
 }
 
 // reconcileLoaders loads and unloads the coordinators' partitions after a
-// metadata change.
+// metadata change, and drops the share-partitions of deleted topics.
 func (n *Node) reconcileLoaders(im *metadata.Image) {
+	if n.shares != nil {
+		// The newest image: a caller with an older one must not forget a
+		// topic created since.
+		latest := n.ctrl.Image()
+		n.shares.ForgetTopics(func(id [16]byte) bool { return latest.TopicByID(id) != nil })
+	}
 	n.loader.reconcile(im)
 	if n.states != nil {
 		n.states.loader.reconcile(im)
