@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,5 +276,96 @@ func TestKafkaGoGroupReader(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Several kafka-go group Readers join a new group at once on a fresh
+// broker. Their FindCoordinator requests race the creation of
+// __consumer_offsets; Berth used to name itself coordinator before it had
+// begun to load the group's partition and then refuse the JoinGroup with
+// NOT_COORDINATOR, on which kafka-go backs off for 5 s
+// (JoinGroupBackoff). Every reader must find the coordinator and join
+// without an error, and the group read every record.
+func TestKafkaGoGroupReadersJoinFreshBroker(t *testing.T) {
+	n := tc.Start(t)
+	const topic, group, readers, records = "kafkago-fresh", "kafkago-fresh-readers", 4, 40
+	tc.CreateTopic(t, n.Addr(), topic, readers, nil)
+	ctx := ctxT(t, 60*time.Second)
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	w := &kafka.Writer{
+		Addr: kafka.TCP(n.Addr()), Topic: topic, Transport: tr,
+		RequiredAcks: kafka.RequireAll, Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond,
+	}
+	var msgs []kafka.Message
+	for i := range records {
+		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, "%d", i)})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu     sync.Mutex
+		errLog []string
+		got    = map[string]bool{}
+		wg     sync.WaitGroup
+	)
+	all := make(chan struct{})
+	rs := make([]*kafka.Reader, readers)
+	for i := range rs {
+		rs[i] = kafka.NewReader(kafka.ReaderConfig{
+			Brokers: []string{n.Addr()}, GroupID: group, Topic: topic,
+			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond,
+			StartOffset: kafka.FirstOffset, HeartbeatInterval: 200 * time.Millisecond,
+			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
+			ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
+				mu.Lock()
+				errLog = append(errLog, fmt.Sprintf(format, args...))
+				mu.Unlock()
+			}),
+		})
+	}
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					return // closed, or ctx ended: the count below tells
+				}
+				mu.Lock()
+				if got[string(m.Value)] = true; len(got) == records {
+					select {
+					case <-all:
+					default:
+						close(all)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range errLog {
+		if strings.Contains(l, "Failed to join group") || strings.Contains(l, "consumer group coordinator") {
+			t.Errorf("a reader did not join at once: %s", l)
+		}
+	}
+	if len(got) != records {
+		t.Fatalf("the readers read %d of %d records", len(got), records)
 	}
 }

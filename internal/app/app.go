@@ -205,10 +205,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.shares = shares
 	gc.OnShareMembersRemoved = shares.MembersRemoved
+	gc.OnShareGroupDelete = n.deleteShareGroup
 	gc.Defaults()
 	if err := gc.Validate(); err != nil {
 		return nil, err
 	}
+	gc.Leader = func(p int32) group.Leadership { return n.leadership(OffsetsTopic, p) }
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
 	n.loader = newOffsetsLoader(n)
@@ -221,7 +223,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, ShareStates: n.states.coord, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, AwaitLoaded: n.awaitLoaded, ShareStates: n.states.coord, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 	})
 	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{

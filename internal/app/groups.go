@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/sharestate"
+	"github.com/berthmq/berth/internal/txn"
 )
 
 // OffsetsTopic is the internal topic of group metadata and committed offsets.
@@ -110,6 +113,11 @@ type loadRun struct {
 	done      chan struct{}
 }
 
+// reconcile loads the partitions im says this node leads and unloads the
+// others. The follow loop and the handlers (after a proposal, and
+// FindCoordinator: awaitLoaded) both call it; an image older than one
+// already reconciled is ignored, so a slower caller never unloads what a
+// newer image loaded.
 func (l *partitionLoader) reconcile(im *metadata.Image) {
 	t := im.Topic(l.topic)
 	l.mu.Lock()
@@ -177,6 +185,17 @@ func (l *partitionLoader) reconcile(im *metadata.Image) {
 	}
 }
 
+// loading returns the replay of partition p when this loader has begun
+// to load it (running or ended), else nil.
+func (l *partitionLoader) loading(p int32) *loadRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.loaded[p] {
+		return nil
+	}
+	return l.runs[p]
+}
+
 // replay feeds every record of a partition, in order, to the coordinator.
 func (l *partitionLoader) replay(p int32, part *replica.Partition, run *loadRun) (int, error) {
 	scratch := batch.GetScratch()
@@ -229,6 +248,62 @@ func newOffsetsLoader(n *Node) *partitionLoader {
 	return &partitionLoader{n: n, topic: OffsetsTopic, what: "group metadata", loaded: map[int32]bool{},
 		begin: n.groups.BeginLoad, finish: n.groups.FinishLoad, unload: n.groups.Unload,
 		record: func(p int32, key, value []byte) { n.groups.LoadRecord(p, group.Record{Key: key, Value: value}) }}
+}
+
+// leadership is what the current metadata says of partition p of an
+// internal topic, for a coordinator that does not own p (the coordinators'
+// Leader hooks): led by this node, by another, or by none (no such topic
+// yet, or no leader).
+func (n *Node) leadership(topic string, p int32) group.Leadership {
+	mp := n.ctrl.Image().Topic(topic).Partition(p)
+	switch {
+	case mp == nil || mp.Leader == metadata.NoLeader:
+		return group.LeaderNone
+	case mp.Leader == n.nodeID:
+		return group.LeaderSelf
+	}
+	return group.LeaderOther
+}
+
+// awaitLoaded returns once this node's coordinator of partition p of an
+// internal topic has loaded it, or when ctx ends, or at once when this
+// node does not lead p. FindCoordinator calls it before it names this
+// node: it answers from the newest metadata image, which the follow loop
+// may not have applied yet, and a client whose first request then met a
+// coordinator that has not begun to load would be told to retry
+// (kafka-go backs off 5 s). So it applies the image here first, as a
+// proposal's handler does, and waits for the replay.
+func (n *Node) awaitLoaded(ctx context.Context, topic string, p int32) {
+	var l *partitionLoader
+	switch {
+	case topic == OffsetsTopic:
+		l = n.loader
+	case topic == sharestate.Topic && n.states != nil:
+		l = n.states.loader
+	case topic == txn.Topic && n.txns != nil:
+		l = n.txns.loader
+	}
+	if l == nil {
+		return
+	}
+	run := l.loading(p)
+	if run == nil {
+		im := n.ctrl.Image()
+		if mp := im.Topic(topic).Partition(p); mp == nil || mp.Leader != n.nodeID {
+			return
+		}
+		if err := n.replicas.Apply(im); err != nil {
+			return
+		}
+		n.reconcileLoaders(im)
+		if run = l.loading(p); run == nil {
+			return
+		}
+	}
+	select {
+	case <-run.done:
+	case <-ctx.Done():
+	}
 }
 
 func clone(b []byte) []byte {

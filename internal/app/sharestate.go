@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/sharepart"
 	"github.com/berthmq/berth/internal/sharestate"
@@ -30,6 +31,13 @@ type shareStates struct {
 func (n *Node) shareStore(_ *config.Config) sharepart.Store {
 	s := &shareStates{}
 	s.coord = sharestate.New(n.appendShareState, n.log.With("component", "share-coordinator"))
+	s.coord.Leader = func(k sharepart.Key) group.Leadership {
+		t := n.ctrl.Image().Topic(sharestate.Topic)
+		if t == nil {
+			return group.LeaderNone
+		}
+		return n.leadership(sharestate.Topic, sharestate.PartitionFor(k, int32(len(t.Partitions))))
+	}
 	s.client = &sharestate.Client{Self: n.nodeID, Local: s.coord, Route: n.routeShareState, Peers: n.peers}
 	s.loader = &partitionLoader{n: n, topic: sharestate.Topic, what: "share-partition state", loaded: map[int32]bool{},
 		begin: s.coord.BeginLoad, finish: s.coord.FinishLoad, unload: s.coord.Unload, partitions: s.coord.SetPartitions,
@@ -47,8 +55,14 @@ func (s *shareStates) close() {
 }
 
 // reconcileLoaders loads and unloads the coordinators' partitions after a
-// metadata change.
+// metadata change, and drops the share-partitions of deleted topics.
 func (n *Node) reconcileLoaders(im *metadata.Image) {
+	if n.shares != nil {
+		// The newest image: a caller with an older one must not forget a
+		// topic created since.
+		latest := n.ctrl.Image()
+		n.shares.ForgetTopics(func(id [16]byte) bool { return latest.TopicByID(id) != nil })
+	}
 	n.loader.reconcile(im)
 	if n.states != nil {
 		n.states.loader.reconcile(im)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/txn"
 )
 
@@ -164,7 +165,7 @@ func (c *txnCoord) Loaded() []int32 {
 func (c *txnCoord) View(p int32, fn func(*txn.Partition)) error {
 	tp := c.get(p)
 	if tp == nil {
-		return kerr.NotCoordinator
+		return c.notLoaded(p)
 	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
@@ -190,7 +191,7 @@ func (c *txnCoord) Changed(p int32) <-chan struct{} {
 func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time.Time) txn.Result) txn.Result {
 	tp := c.get(p)
 	if tp == nil {
-		return txnFail(kerr.NotCoordinator)
+		return txnFail(c.notLoaded(p))
 	}
 	tp.mu.Lock()
 	if tp.loading {
@@ -218,6 +219,13 @@ func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time
 		c.sendMarkers(tp, m)
 	}
 	return res
+}
+
+// notLoaded is the error for partition p, which this coordinator has not
+// loaded: NOT_COORDINATOR only when another node leads it
+// (group.NotOwnedError).
+func (c *txnCoord) notLoaded(p int32) error {
+	return group.NotOwnedError(c.n.leadership(txn.Topic, p))
 }
 
 func txnFail(err error) txn.Result {

@@ -18,8 +18,9 @@ import (
 )
 
 // DeleteGroups serves a DeleteGroups request: only Empty groups are
-// deleted, by tombstones for the group and all its offsets. respond is
-// called once every deletion is durable (or failed).
+// deleted, by tombstones for the group and all its offsets; a share
+// group's share-partition state is deleted first (Config.OnShareGroupDelete).
+// respond is called once every deletion is durable (or failed).
 func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*kmsg.DeleteGroupsResponse)) {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	var (
@@ -66,12 +67,16 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*
 			waiting++
 			mu.Unlock()
 			i := i
-			c.write(g.partition, recs, func(err error) {
+			// written ends the deletion: code is the group's answer when
+			// the deletion failed before the tombstones (0: err decides).
+			written := func(err error, code int16) {
 				g.mu.Lock()
 				g.deleting = false
 				if err != nil {
 					// Not deleted after all.
-					c.log.Warn("writing group tombstones failed", "group", g.id, "err", err)
+					if code == 0 {
+						c.log.Warn("writing group tombstones failed", "group", g.id, "err", err)
+					}
 					if g.state == stateDead && !g.removed {
 						if g.isShare() {
 							g.sh.sg.UndoDelete()
@@ -85,11 +90,31 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, respond func(*
 				}
 				mu.Lock()
 				if err != nil {
-					resp.Groups[i].ErrorCode = storeErrorCode(err, false)
+					if code == 0 {
+						code = storeErrorCode(err, false)
+					}
+					resp.Groups[i].ErrorCode = code
 				}
 				mu.Unlock()
 				finish()
-			})
+			}
+			writeTombstones := func() { c.write(g.partition, recs, func(err error) { written(err, 0) }) }
+			if hook := c.cfg.OnShareGroupDelete; g.isShare() && hook != nil {
+				id := g.id
+				f.add(func() {
+					hook(id, func(err error) {
+						if err != nil {
+							c.log.Warn("deleting share group state failed; the group is kept", "group", id, "err", err)
+							written(err, kerr.CoordinatorNotAvailable.Code)
+							return
+						}
+						writeTombstones()
+						c.flush()
+					})
+				})
+				break
+			}
+			writeTombstones()
 		default:
 			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
 		}

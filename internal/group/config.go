@@ -49,6 +49,26 @@ type Config struct {
 	// change, in order: the share partitions release what they hold. It
 	// must not block.
 	OnShareMembersRemoved func(group string, removed []share.GroupRemoval)
+	// OnShareGroupDelete, if set, is called with no lock held when
+	// DeleteGroups deletes a share group, once the group is marked
+	// deleted (joins are refused) and before its tombstones are written:
+	// it deletes the state of the group's share-partitions and calls done
+	// once, from any goroutine. On an error the group is not deleted
+	// (DeleteGroups answers COORDINATOR_NOT_AVAILABLE for it); on nil its
+	// tombstones are written. Deleting the state first means a crash in
+	// between leaves an empty group without state, never state without a
+	// group that a group recreated under the same id would resume from.
+	OnShareGroupDelete func(group string, done func(error))
+
+	// Leader, if set, says what the metadata says of a partition of
+	// __consumer_offsets this coordinator has not been told to load: a
+	// request for one of its groups answers COORDINATOR_LOAD_IN_PROGRESS
+	// when this node leads it (its load is about to begin),
+	// COORDINATOR_NOT_AVAILABLE when the topic does not exist yet or the
+	// partition has no leader, and NOT_COORDINATOR when another node
+	// leads it (nil: always NOT_COORDINATOR). It is called with the
+	// coordinator's lock held and must not call back into it.
+	Leader func(p int32) Leadership
 
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.

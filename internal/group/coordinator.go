@@ -262,7 +262,7 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	ps, ok := c.parts[p]
 	switch {
 	case !ok:
-		return nil, kerr.NotCoordinator.Code
+		return nil, c.notOwned(p).Code
 	case ps.loading:
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
@@ -276,6 +276,45 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	}
 	g.mu.Lock()
 	return g, 0
+}
+
+// Leadership is what the metadata says of an internal topic's partition
+// a coordinator does not own.
+type Leadership int8
+
+const (
+	// LeaderOther: another node leads the partition.
+	LeaderOther Leadership = iota
+	// LeaderSelf: this node leads the partition; the coordinator has not
+	// been told to load it yet.
+	LeaderSelf
+	// LeaderNone: the topic does not exist or the partition has no leader.
+	LeaderNone
+)
+
+// NotOwnedError is the error of a request for a partition a coordinator
+// neither owns nor loads, given what the metadata says of it: Kafka's
+// COORDINATOR_LOAD_IN_PROGRESS while the partition's leader has yet to
+// load it, COORDINATOR_NOT_AVAILABLE while it has no leader (or the topic
+// is still being created), NOT_COORDINATOR when another node leads it.
+// The group, share and transaction coordinators all answer this way.
+func NotOwnedError(l Leadership) *kerr.Error {
+	switch l {
+	case LeaderSelf:
+		return kerr.CoordinatorLoadInProgress
+	case LeaderNone:
+		return kerr.CoordinatorNotAvailable
+	}
+	return kerr.NotCoordinator
+}
+
+// notOwned is the error for partition p, which c does not own; c.mu is
+// held.
+func (c *Coordinator) notOwned(p int32) *kerr.Error {
+	if c.cfg.Leader == nil {
+		return kerr.NotCoordinator
+	}
+	return NotOwnedError(c.cfg.Leader(p))
 }
 
 // release unlocks g after an operation, removes it from the map if it

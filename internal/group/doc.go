@@ -155,6 +155,13 @@
 //     once locks are released, so the share partitions can release their
 //     records. Offset expiry never deletes a share group (it has no
 //     committed offsets; its progress is in __share_group_state).
+//   - DeleteGroups of a share group marks it Dead, has
+//     Config.OnShareGroupDelete delete its share-partition state (at the
+//     share coordinators, and the leaders' copies) and writes its
+//     tombstones only once that succeeded; on a failure the group is
+//     Empty again. State before records: a crash in between leaves an
+//     empty group without state, never state a recreated group would
+//     resume from.
 //   - Loading hands share group keys to one share.GroupLoader per
 //     partition; FinishLoad builds the groups. A share group's records
 //     beside a classic or consumer group's of the same id (not written by

@@ -1,8 +1,9 @@
 package group
 
-// Ownership of __consumer_offsets partitions. A partition this node does
-// not own answers NOT_COORDINATOR; one being loaded answers
-// COORDINATOR_LOAD_IN_PROGRESS. Loading replays the partition's records
+// Ownership of __consumer_offsets partitions. A partition being loaded
+// answers COORDINATOR_LOAD_IN_PROGRESS; one this node does not own
+// answers by what the metadata says of it (Config.Leader, NotOwnedError):
+// NOT_COORDINATOR only when another node leads it. Loading replays the partition's records
 // in log order into a buffer (latest record per key wins, tombstones
 // delete), and FinishLoad turns the buffer into groups: classic groups
 // from their GroupMetadata record, consumer groups from their KIP-848

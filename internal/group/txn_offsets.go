@@ -210,8 +210,9 @@ func (c *Coordinator) CompleteTxnOffsets(p int32, producerID int64, commit bool,
 	ps := c.parts[p]
 	switch {
 	case ps == nil:
+		err := c.notOwned(p)
 		c.mu.Unlock()
-		done(kerr.NotCoordinator)
+		done(err)
 		return
 	case ps.loading:
 		c.mu.Unlock()

@@ -7,6 +7,15 @@ package handler
 // of __share_group_state, transactional ids (1) to the leader of
 // partition abs(hash(id)) % transaction.state.log.num.partitions of
 // __transaction_state; the topics are created on first use as Kafka does.
+//
+// Before it names itself, a node waits (up to coordinatorLoadWait) until
+// its coordinator has loaded the partition: a topic just created, or a
+// leadership just gained, is visible here before the node has begun to
+// load the partition, and the client's next request (a JoinGroup, say)
+// would be refused with COORDINATOR_LOAD_IN_PROGRESS, which some clients
+// (kafka-go) meet with a 5 s back-off. A load that takes longer is
+// answered as Kafka answers, the coordinators refusing requests with
+// COORDINATOR_LOAD_IN_PROGRESS until it ends.
 
 import (
 	"context"
@@ -14,6 +23,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -89,8 +99,17 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 	if !ok {
 		return metadata.Broker{}, kerr.CoordinatorNotAvailable
 	}
+	if p.Leader == b.NodeID && b.AwaitLoaded != nil {
+		wctx, cancel := context.WithTimeout(ctx, coordinatorLoadWait)
+		b.AwaitLoaded(wctx, spec.name, p.Index)
+		cancel()
+	}
 	return node, nil
 }
+
+// coordinatorLoadWait bounds how long FindCoordinator waits for this
+// node's coordinator to load the partition it names.
+const coordinatorLoadWait = 2 * time.Second
 
 // internalTopic describes an internal topic the broker creates on first
 // use: its name and the broker settings of its partition count,

@@ -1,10 +1,12 @@
 package handler
 
 // DeleteShareGroupState (key 86), version 0, broker to broker: the broker
-// that serves DeleteShareGroupOffsets removes a share-partition's state at
-// its share coordinator (a tombstone in __share_group_state); the next
-// fetch of the group starts at share.auto.offset.reset. Deleting a
-// share-partition with no state succeeds.
+// that serves DeleteShareGroupOffsets, or DeleteGroups of a share group,
+// removes share-partitions' state at their share coordinator (a record
+// with start offset -1 and the next state epoch, which keeps fencing the
+// old state's writers; internal/sharestate Delete); the next fetch of the
+// group starts at share.auto.offset.reset. Deleting a share-partition
+// with no state succeeds and writes nothing.
 
 import (
 	"context"

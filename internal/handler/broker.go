@@ -98,6 +98,12 @@ type Config struct {
 	// AfterApply runs after a proposal's image is applied to the local
 	// replicas (the node loads __consumer_offsets partitions there).
 	AfterApply func(*metadata.Image)
+	// AwaitLoaded, if set, returns once this node's coordinator of
+	// partition p of an internal topic (__consumer_offsets,
+	// __share_group_state, __transaction_state) has loaded it, or when
+	// ctx ends; at once if this node does not lead p. FindCoordinator
+	// calls it before it names this node.
+	AwaitLoaded func(ctx context.Context, topic string, p int32)
 	// Shutdowns serves ControlledShutdown on the active controller; nil
 	// answers NOT_CONTROLLER.
 	Shutdowns ShutdownController

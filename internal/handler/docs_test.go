@@ -77,6 +77,38 @@ func TestCompatibilityDocListsEveryServedAPI(t *testing.T) {
 	}
 }
 
+// docs/compatibility.md's "Berth extensions" table lists every Berth
+// API registered (registerBerth), in the same format as "APIs served",
+// and no other.
+func TestCompatibilityDocListsEveryBerthExtension(t *testing.T) {
+	b, err := os.ReadFile(compatDoc)
+	if err != nil {
+		t.Fatalf("reading %s: %v", compatDoc, err)
+	}
+	rows := apiTable(string(b), "## Berth extensions")
+	for _, a := range Extensions() {
+		flex := "—"
+		for v := a.Min; v <= a.Max; v++ {
+			r := berthAPIs[a.Key].newReq()
+			r.SetVersion(v)
+			if r.IsFlexible() {
+				flex = strconv.Itoa(int(v))
+				break
+			}
+		}
+		want := []string{strconv.Itoa(int(a.Key)), a.Name, fmt.Sprintf("%d–%d", a.Min, a.Max), flex}
+		got, ok := rows[a.Key]
+		if !ok || len(got) < len(want) || strings.Join(got[:len(want)], "|") != strings.Join(want, "|") {
+			t.Errorf("%s: section \"Berth extensions\" has no row for key %d starting:\n| %s | <notes> |",
+				compatDoc, a.Key, strings.Join(want, " | "))
+		}
+		delete(rows, a.Key)
+	}
+	for key, row := range rows {
+		t.Errorf("%s: section \"Berth extensions\" lists key %d (%s), which no handler registers", compatDoc, key, row[1])
+	}
+}
+
 // flexibleFrom is the first served version of a that uses flexible encoding.
 func flexibleFrom(a APIRange) string {
 	for v := a.Min; v <= a.Max; v++ {

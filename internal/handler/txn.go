@@ -32,15 +32,16 @@ type TxnCoordinator interface {
 }
 
 // txnPartition is the __transaction_state partition of a transactional
-// id; NOT_COORDINATOR when the topic does not exist yet (the client asks
-// FindCoordinator, which creates it).
+// id; COORDINATOR_NOT_AVAILABLE when the topic does not exist yet (the
+// client asks FindCoordinator again, which creates it), as the group
+// coordinator answers for __consumer_offsets.
 func (b *Broker) txnPartition(id string) (int32, error) {
 	if b.Txns == nil {
 		return 0, fmt.Errorf("%w: no transaction coordinator on this node", kerr.CoordinatorNotAvailable)
 	}
 	t := b.image().Topic(txn.Topic)
 	if t == nil {
-		return 0, kerr.NotCoordinator
+		return 0, fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, txn.Topic)
 	}
 	return txn.PartitionFor(id, int32(len(t.Partitions))), nil
 }

@@ -40,6 +40,9 @@ type StateAdmin interface {
 	Initialize(ctx context.Context, k Key, start int64) error
 	// Delete removes k's state.
 	Delete(ctx context.Context, k Key) error
+	// DeleteStates removes the states of keys, retrying until each is
+	// deleted or ctx ends (DeleteGroups of a share group).
+	DeleteStates(ctx context.Context, keys []Key) error
 }
 
 // ErrNoStateAdmin: the registry's store cannot reset or delete state.

@@ -147,6 +147,10 @@ type entry struct {
 	cfg      share.PartitionConfig // the config p runs with
 	timer    *time.Timer
 	r        *Registry
+	// removed: the entry left the registry's map (forget: its group or
+	// topic was deleted); nothing loads it again, and whoever looked it
+	// up before looks again.
+	removed bool
 
 	// Writes to the store are pipelined (persist, writeLoop): each change
 	// gets a sequence number and waits, mu released, until a write that
@@ -257,6 +261,11 @@ type Fetched struct {
 func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
 	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
+	for e.removed { // forgotten after the lookup: take the new entry
+		e.mu.Unlock()
+		e = r.getOrCreate(k, topic)
+		e.mu.Lock()
+	}
 	defer e.mu.Unlock()
 	if err := e.ensure(p, r.cfg.Now()); err != nil {
 		return Fetched{}, err
@@ -479,16 +488,18 @@ func (r *Registry) MembersRemoved(group string, removed []share.GroupRemoval) {
 	r.spawn(func() { r.MembersGone(group, ms) })
 }
 
-// spawn runs f on a goroutine Close waits for; after Close, not at all.
-func (r *Registry) spawn(f func()) {
+// spawn runs f on a goroutine Close waits for; after Close, not at all
+// (false).
+func (r *Registry) spawn(f func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return
+		return false
 	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		f()
 	}()
+	return true
 }

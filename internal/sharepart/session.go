@@ -114,6 +114,17 @@ func (s *Sessions) Drop(group string, members []string) {
 	}
 }
 
+// DropGroup forgets every session of group (the group was deleted).
+func (s *Sessions) DropGroup(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		if k.group == group {
+			delete(s.m, k)
+		}
+	}
+}
+
 // next is the epoch after e: MaxInt32 wraps to 1, as in Kafka.
 func next(e int32) int32 {
 	if e == math.MaxInt32 {

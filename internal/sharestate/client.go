@@ -159,6 +159,128 @@ func (c *Client) Delete(ctx context.Context, k Key) error {
 		func(conn *peer.Conn) error { return remoteDelete(ctx, conn, k) })
 }
 
+// DeleteStates implements sharepart.StateAdmin: the states of keys are
+// removed at their coordinators, the local one directly, each other in
+// one DeleteShareGroupState request per group; keys that fail with a
+// retriable error (a coordinator moving or loading) are tried again, with
+// backoff, until ctx ends.
+func (c *Client) DeleteStates(ctx context.Context, keys []Key) error {
+	backoff := 20 * time.Millisecond
+	for {
+		failed, err := c.deleteOnce(ctx, keys)
+		if len(failed) == 0 {
+			return nil
+		}
+		if !IsRetriable(err) {
+			return err
+		}
+		keys = failed
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%d share-partitions left; last error: %v)", ctx.Err(), len(keys), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// deleteOnce tries to delete the states of keys once; it returns the keys
+// not deleted and the last error (a non-retriable one first).
+func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last error) {
+	fail := func(err error, ks ...Key) {
+		failed = append(failed, ks...)
+		if last == nil || IsRetriable(last) {
+			last = err
+		}
+	}
+	type remote struct {
+		addr   string
+		groups map[string][]Key
+	}
+	byNode := map[int32]*remote{}
+	var nodes []int32
+	for _, k := range keys {
+		node, addr, err := c.Route(ctx, k)
+		switch {
+		case err != nil:
+			fail(err, k)
+		case node == c.Self:
+			if err := c.Local.Delete(k); err != nil {
+				fail(err, k)
+			}
+		default:
+			rm := byNode[node]
+			if rm == nil {
+				rm = &remote{addr: addr, groups: map[string][]Key{}}
+				byNode[node] = rm
+				nodes = append(nodes, node)
+			}
+			rm.groups[k.Group] = append(rm.groups[k.Group], k)
+		}
+	}
+	for _, node := range nodes {
+		rm := byNode[node]
+		for group, ks := range rm.groups {
+			var errs map[Key]error
+			err := c.Peers.Do(ctx, rm.addr, func(conn *peer.Conn) error {
+				var err error
+				errs, err = remoteDeleteMany(ctx, conn, group, ks)
+				return err
+			})
+			if err != nil {
+				fail(err, ks...)
+				continue
+			}
+			for k, err := range errs {
+				fail(err, k)
+			}
+		}
+	}
+	return failed, last
+}
+
+// remoteDeleteMany deletes the states of ks (all of group) in one request
+// and returns the keys that failed.
+func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []Key) (map[Key]error, error) {
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = group
+	at := map[[16]byte]int{}
+	for _, k := range ks {
+		i, ok := at[k.TopicID]
+		if !ok {
+			t := kmsg.NewDeleteShareGroupStateRequestTopic()
+			t.TopicID = k.TopicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			at[k.TopicID] = i
+		}
+		p := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		p.Partition = k.Partition
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	raw, err := conn.Request(ctx, req, rpcTimeout)
+	if err != nil {
+		return nil, err
+	}
+	answered := map[Key]bool{}
+	errs := map[Key]error{}
+	for _, t := range raw.(*kmsg.DeleteShareGroupStateResponse).Topics {
+		for _, rp := range t.Partitions {
+			k := Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
+			answered[k] = true
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				errs[k] = err
+			}
+		}
+	}
+	for _, k := range ks {
+		if !answered[k] {
+			errs[k] = fmt.Errorf("%w: DeleteShareGroupState response without %s", kerr.UnknownServerError, CoordinatorKey(k))
+		}
+	}
+	return errs, nil
+}
+
 // retry runs local or remote at k's coordinator until it succeeds, fails
 // for good or ctx ends.
 func (c *Client) retry(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {

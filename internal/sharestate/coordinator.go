@@ -72,6 +72,15 @@ type Appender func(p int32, key, value []byte) (wait func() error, err error)
 //
 // Lock order: a state's mu before Coordinator.mu.
 type Coordinator struct {
+	// Leader, if set (before the coordinator is used), says what the
+	// metadata says of the __share_group_state partition of a key this
+	// coordinator does not own: a request answers
+	// COORDINATOR_LOAD_IN_PROGRESS while this node leads it but has not
+	// begun to load it, COORDINATOR_NOT_AVAILABLE while the topic does not
+	// exist or the partition has no leader, else NOT_COORDINATOR
+	// (group.NotOwnedError). Nil: NOT_COORDINATOR. Called with c.mu held.
+	Leader func(k Key) group.Leadership
+
 	appendTo Appender
 	log      *slog.Logger
 
@@ -185,13 +194,13 @@ func (c *Coordinator) SetPartitions(n int32) {
 func (c *Coordinator) get(k Key, create bool) (*state, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n <= 0 {
-		return nil, ErrNotCoordinator
+	var op *ownedPart
+	if c.n > 0 {
+		op = c.parts[PartitionFor(k, c.n)]
 	}
-	op := c.parts[PartitionFor(k, c.n)]
 	switch {
 	case op == nil:
-		return nil, ErrNotCoordinator
+		return nil, c.notOwned(k)
 	case op.loading:
 		return nil, ErrLoading
 	}
@@ -201,6 +210,22 @@ func (c *Coordinator) get(k Key, create bool) (*state, error) {
 		op.states[k] = st
 	}
 	return st, nil
+}
+
+// notOwned is the error for k, whose partition c does not own (c.mu
+// held): ErrNotCoordinator, or ErrLoading or COORDINATOR_NOT_AVAILABLE
+// by what Leader says.
+func (c *Coordinator) notOwned(k Key) error {
+	if c.Leader == nil {
+		return ErrNotCoordinator
+	}
+	switch e := group.NotOwnedError(c.Leader(k)); e {
+	case kerr.CoordinatorLoadInProgress:
+		return ErrLoading
+	case kerr.CoordinatorNotAvailable:
+		return fmt.Errorf("%w: no leader of the share-partition's %s partition yet", e, Topic)
+	}
+	return ErrNotCoordinator
 }
 
 // Read returns k's state (ok false: none), fencing writes from leader

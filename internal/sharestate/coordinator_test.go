@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -215,6 +216,43 @@ func TestIsRetriable(t *testing.T) {
 	} {
 		if got := IsRetriable(err); got != want {
 			t.Errorf("IsRetriable(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
+
+// A key whose __share_group_state partition this coordinator does not own
+// answers by what the metadata says of it: COORDINATOR_LOAD_IN_PROGRESS
+// while this node leads it but has not begun to load it (also before the
+// loader has learnt the topic's partition count),
+// COORDINATOR_NOT_AVAILABLE while it has no leader, NOT_COORDINATOR only
+// when another node leads it.
+func TestNotOwnedAnswersByLeadership(t *testing.T) {
+	for lead, want := range map[group.Leadership]*kerr.Error{
+		group.LeaderSelf:  kerr.CoordinatorLoadInProgress,
+		group.LeaderNone:  kerr.CoordinatorNotAvailable,
+		group.LeaderOther: kerr.NotCoordinator,
+	} {
+		for _, counted := range []bool{false, true} {
+			c := New((&memLog{}).append, nil)
+			c.Leader = func(k Key) group.Leadership {
+				if k != key {
+					t.Errorf("Leader asked about %v", k)
+				}
+				return lead
+			}
+			if counted {
+				c.SetPartitions(4)
+			}
+			_, _, err := c.Read(key, 1)
+			if !errors.Is(err, want) {
+				t.Errorf("%v (partition count known: %v): read: %v, want %v", lead, counted, err, want)
+			}
+			if err := c.Write(key, share.Update{LeaderEpoch: 1, StartOffset: 0}); !errors.Is(err, want) {
+				t.Errorf("%v: write: %v, want %v", lead, err, want)
+			}
+			if !IsRetriable(err) {
+				t.Errorf("%v: %v not retriable", lead, err)
+			}
 		}
 	}
 }

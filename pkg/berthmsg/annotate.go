@@ -362,5 +362,6 @@ func WithVersions(vs *kversion.Versions) *kversion.Versions {
 		vs = kversion.Stable()
 	}
 	vs.SetMaxKeyVersion(AnnotateShareRecordsKey, 0)
+	vs.SetMaxKeyVersion(ForgetShareGroupKey, 0)
 	return vs
 }
