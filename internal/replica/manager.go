@@ -71,6 +71,9 @@ type Manager struct {
 	applyMu sync.Mutex // serialises Apply
 	// openHook, when set (tests), runs before each partition log opens.
 	openHook func(topic string, partition int32)
+	// syncHook, when set (tests), runs in a sync round between reading a
+	// partition's staging generation and its fsync.
+	syncHook func(p *Partition)
 	mu       sync.RWMutex // guards parts and byID
 	parts    map[string][]*Partition
 	byID     map[[16]byte]string
@@ -730,6 +733,9 @@ func (m *Manager) syncRound() {
 		}
 		start := time.Now()
 		gen := p.gen.Load()
+		if m.syncHook != nil {
+			m.syncHook(p)
+		}
 		off, err := p.log.Sync()
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))
