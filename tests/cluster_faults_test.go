@@ -495,3 +495,94 @@ func TestClusterControllerFailover(t *testing.T) {
 	t.Logf("controller %d killed: node %d took over and a topic was created %v after the kill", ctrl, newCtrl, d.Round(time.Millisecond))
 	r.finish(l)
 }
+
+// A follower cut off the metadata quorum is fenced, yet keeps fetching
+// from its leader, which does not change. A fenced broker may not join an
+// ISR (KIP-841), so the leader must not propose it while it is fenced:
+// before, the leader re-added it on every fetch and the controller took
+// it out again, some 75 ISR proposals a second per partition for as long
+// as it stayed fenced. It rejoins every ISR promptly once healed.
+func TestClusterFencedFollowerStaysOutOfISR(t *testing.T) {
+	const parts = 3
+	r := newFaultRigOn(t, 3, []int32{1, 2, 3}, parts) // node 1 leads every partition
+	const leader, victim = int32(1), int32(3)
+	proposals := func() float64 {
+		var sum float64
+		for _, m := range []string{"berth_isr_expands_total", "berth_isr_shrinks_total"} {
+			v, err := r.metric(leader, m)
+			if err != nil {
+				r.h.Fail(t, r.c.Dir, "%s on node %d: %v", m, leader, err)
+			}
+			sum += v
+		}
+		return sum
+	}
+
+	r.h.Fault("cut node %d, a follower of every partition, off the metadata quorum", victim)
+	r.c.Cut(victim)
+	d := r.waitFor(10*time.Second, fmt.Sprintf("node %d out of every ISR", victim), func() error {
+		st, _, err := r.meta(leader, faultTopic)
+		if err != nil {
+			return err
+		}
+		for p, s := range st {
+			if s.Leader != leader || slices.Contains(s.ISR, victim) {
+				return fmt.Errorf("partition %d: %+v", p, s)
+			}
+		}
+		return nil
+	})
+	r.h.Fault("node %d out of every ISR after %v", victim, d.Round(time.Millisecond))
+
+	// Fenced for 3 s while it keeps fetching what is written meanwhile:
+	// it stays out of the ISRs, and the leader proposes (next to)
+	// nothing.
+	before := proposals()
+	prod := tc.Client(t, r.c.Node(leader).KafkaAddr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+	end := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		p := int32(i % parts)
+		if err := prod.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Topic: faultTopic, Partition: p, Value: []byte("while-fenced")}).FirstErr(); err != nil {
+			r.h.Fail(t, r.c.Dir, "acks=all produce to partition %d with node %d fenced: %v", p, victim, err)
+		}
+		st, _, err := r.meta(leader, faultTopic)
+		if err != nil {
+			r.h.Fail(t, r.c.Dir, "metadata: %v", err)
+		}
+		for q, s := range st {
+			if slices.Contains(s.ISR, victim) {
+				r.h.Fail(t, r.c.Dir, "partition %d has the fenced node %d in its ISR again: %+v", q, victim, s)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // pacing of the observation, not a wait for a state
+	}
+	n := proposals() - before
+	r.h.Fault("ISR proposals by the leader in 3 s with node %d fenced: %v", victim, n)
+	if n > parts {
+		r.h.Fail(t, r.c.Dir, "the leader proposed %v ISR changes in 3 s while node %d was fenced, want at most %d", n, victim, parts)
+	}
+	// The fenced follower did keep fetching: it has what was written.
+	for p := range int32(parts) {
+		series := fmt.Sprintf(`berth_partition_log_end_offset{partition="%d",topic="%s"}`, p, faultTopic)
+		r.waitFor(10*time.Second, fmt.Sprintf("node %d's copy of partition %d as long as the leader's", victim, p), func() error {
+			l, err := r.metric(leader, series)
+			if err != nil {
+				return err
+			}
+			v, err := r.metric(victim, series)
+			if err != nil {
+				return err
+			}
+			if v < l || l == 0 {
+				return fmt.Errorf("leader at %v, node %d at %v", l, victim, v)
+			}
+			return nil
+		})
+	}
+
+	r.h.Fault("heal node %d", victim)
+	r.c.Heal(victim)
+	d = r.waitFullISR(leader, 10*time.Second)
+	r.h.Fault("node %d back in every ISR %v after the heal", victim, d.Round(time.Millisecond))
+	t.Logf("%v ISR proposals in 3 s while fenced; back in every ISR %v after the heal", n, d.Round(time.Millisecond))
+}

@@ -247,11 +247,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 }
 
 // register records this broker's address in the metadata log when it is
-// new or changed.
+// new or changed, or when the broker is fenced or in controlled shutdown
+// (registering unfences it and ends the shutdown).
 func (n *Node) register(ctx context.Context, id int32, host string, port int32) error {
 	im := n.ctrl.Image()
 	rack := n.cfg.Get("broker.rack")
-	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced {
+	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown {
 		return nil
 	}
 	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack}})
@@ -262,10 +263,12 @@ func (n *Node) register(ctx context.Context, id int32, host string, port int32) 
 }
 
 // alterPartition proposes a partition leader's new ISR (Kafka's
-// AlterPartition), fenced by the partition epoch it was computed from.
+// AlterPartition), fenced by the partition epoch it was computed from;
+// apply refuses it if it adds a fenced broker or one in controlled
+// shutdown (EligibleISR, KIP-841).
 func (n *Node) alterPartition(ctx context.Context, topic string, part int32, isr []int32, epoch int32) error {
 	return n.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
-		Topic: topic, Partition: part, ISR: isr, ExpectPartitionEpoch: &epoch}})
+		Topic: topic, Partition: part, ISR: isr, ExpectPartitionEpoch: &epoch, EligibleISR: true}})
 }
 
 // follow applies every new metadata image to the local replicas.

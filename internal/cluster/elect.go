@@ -40,15 +40,18 @@ func (s BrokerState) String() string {
 // Offline.
 type Brokers map[int32]BrokerState
 
-// BrokersOf returns the image's view: unfenced brokers Live, fenced ones
-// Offline. The Supervisor refines it with liveness and controlled
-// shutdowns.
+// BrokersOf returns the image's view: fenced brokers Offline, those in
+// controlled shutdown ShuttingDown, the others Live. The Supervisor
+// refines it with liveness.
 func BrokersOf(im *metadata.Image) Brokers {
 	b := make(Brokers, len(im.Brokers))
 	for id, br := range im.Brokers {
-		if br.Fenced {
+		switch {
+		case br.Fenced:
 			b[id] = Offline
-		} else {
+		case br.InControlledShutdown:
+			b[id] = ShuttingDown
+		default:
 			b[id] = Live
 		}
 	}

@@ -47,7 +47,9 @@ type CatchUp interface {
 type shutdownPhase uint8
 
 const (
-	// draining: leaderships are moving off it; it is ShuttingDown.
+	// draining: leaderships are moving off it; it is ShuttingDown (and
+	// marked in controlled shutdown in the image, so that no leader adds
+	// it to an ISR again and a new active controller keeps draining it).
 	draining shutdownPhase = iota + 1
 	// shutDown: ControlledShutdown fenced it. It stays fenced whatever
 	// LastSeen says (the process talks to the quorum until it exits) until
@@ -370,14 +372,14 @@ func (s *Supervisor) brokerStates(im *metadata.Image, now time.Time) (Brokers, [
 		switch {
 		case !b.Fenced && !alive:
 			states[id] = Offline
-			items = append(items, s.fenceItem(id, true, "not heard from for broker.session.timeout.ms", seen, ok))
-		case !b.Fenced && phase == draining:
+			items = append(items, s.fenceItem(id, true, b.InControlledShutdown, "not heard from for broker.session.timeout.ms", seen, ok))
+		case !b.Fenced && (phase == draining || b.InControlledShutdown):
 			states[id] = ShuttingDown
 		case !b.Fenced:
 			states[id] = Live
 		case phase == 0 && heard && s.caughtUp(id):
 			states[id] = Live
-			items = append(items, s.fenceItem(id, false, "heard from again", seen, ok))
+			items = append(items, s.fenceItem(id, false, false, "heard from again", seen, ok))
 		default:
 			states[id] = Offline
 		}
@@ -390,9 +392,9 @@ func (s *Supervisor) caughtUp(id int32) bool {
 	return !ok || c.CaughtUp(id)
 }
 
-func (s *Supervisor) fenceItem(id int32, fenced bool, why string, seen time.Time, ok bool) item {
+func (s *Supervisor) fenceItem(id int32, fenced, shutdown bool, why string, seen time.Time, ok bool) item {
 	return item{
-		rec: metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, Fenced: fenced}},
+		rec: metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, Fenced: fenced, InControlledShutdown: shutdown}},
 		note: func() {
 			msg := "cluster: broker unfenced"
 			if fenced {
@@ -478,6 +480,15 @@ func (s *Supervisor) ControlledShutdown(ctx context.Context, id int32) ([]TopicP
 		return nil, nil
 	}
 	s.log.Info("cluster: controlled shutdown", "broker", id)
+	// Recorded first (KIP-841): from here on the broker is not eligible
+	// for an ISR, so the leaders it follows do not add it back while
+	// the rounds below take it out.
+	if !b.InControlledShutdown {
+		rec := metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, InControlledShutdown: true}}
+		if err := s.ctrl.Propose(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
 	s.shutdown[id] = draining
 	// One round moves everything movable; more rounds only when the image
 	// changed under it. Stop when a round has nothing left to do.
@@ -500,7 +511,7 @@ func (s *Supervisor) ControlledShutdown(ctx context.Context, id int32) ([]TopicP
 			}
 		}
 	}
-	if err := s.ctrl.Propose(ctx, metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, Fenced: true}}); err != nil {
+	if err := s.ctrl.Propose(ctx, metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, Fenced: true, InControlledShutdown: true}}); err != nil {
 		delete(s.shutdown, id)
 		return nil, err
 	}

@@ -319,6 +319,9 @@ func TestSupervisorControlledShutdown(t *testing.T) {
 	if !e.fenced(2) {
 		t.Fatal("broker 2 not fenced after controlled shutdown")
 	}
+	if b, _ := e.ctrl.Image().Broker(2); !b.InControlledShutdown {
+		t.Fatal("broker 2 not marked in controlled shutdown in the image")
+	}
 	e.want("a", 0, 1, []int32{1, 3}, 0)
 	e.want("a", 1, 3, []int32{3, 1}, 1)
 	e.want("a", 2, 3, []int32{3, 1}, 0)
@@ -349,7 +352,54 @@ func TestSupervisorControlledShutdown(t *testing.T) {
 	if e.fenced(2) {
 		t.Fatal("broker 2 fenced again after registering")
 	}
+	if b, _ := e.ctrl.Image().Broker(2); b.InControlledShutdown {
+		t.Fatal("broker 2 still in controlled shutdown after registering")
+	}
 	e.want("solo", 0, 2, []int32{2}, 2)
+}
+
+// TestSupervisorShuttingDownBrokerCannotRejoin: from the start of a
+// controlled shutdown the image marks the broker (KIP-841), so a leader's
+// ISR change adding it back is refused while the moves run, and an active
+// controller that takes over mid-shutdown (a new Supervisor, knowing
+// nothing of it) keeps treating it as shutting down.
+func TestSupervisorShuttingDownBrokerCannotRejoin(t *testing.T) {
+	e := newEnv(t, []int32{1, 2, 3}, Config{}, nil)
+	e.propose(createTopic("a", [][]int32{{1, 2, 3}, {2, 1, 3}}, nil))
+	e.hear(1, 2, 3)
+	e.tick()
+
+	// The previous controller recorded the shutdown and died.
+	e.propose(metadata.Record{FenceBroker: &metadata.FenceBroker{ID: 2, InControlledShutdown: true}})
+	sup, err := New(e.ctrl, e.live, Config{Now: e.clock.Now, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sup = sup
+	e.tick()
+	e.want("a", 0, 1, []int32{1, 3}, 0)
+	e.want("a", 1, 1, []int32{1, 3}, 1)
+	if e.fenced(2) {
+		t.Fatal("broker 2 fenced while heard from; only its shutdown fences it")
+	}
+
+	// Leader 1 sees broker 2 fetching and proposes it back.
+	epoch := e.part("a", 0).PartitionEpoch
+	err = e.ctrl.Propose(ctx(t), metadata.Record{PartitionChange: &metadata.PartitionChange{
+		Topic: "a", Partition: 0, ISR: []int32{1, 2, 3}, ExpectPartitionEpoch: &epoch, EligibleISR: true}})
+	if !errors.Is(err, metadata.ErrIneligibleReplica) {
+		t.Fatalf("adding a broker in controlled shutdown to an ISR: %v, want ErrIneligibleReplica", err)
+	}
+	e.want("a", 0, 1, []int32{1, 3}, 0)
+
+	// It registers again (a restart): eligible again.
+	e.propose(register(2, ""))
+	err = e.ctrl.Propose(ctx(t), metadata.Record{PartitionChange: &metadata.PartitionChange{
+		Topic: "a", Partition: 0, ISR: []int32{1, 2, 3}, ExpectPartitionEpoch: &epoch, EligibleISR: true}})
+	if err != nil {
+		t.Fatalf("adding a registered broker to an ISR: %v", err)
+	}
+	e.want("a", 0, 1, []int32{1, 2, 3}, 0)
 }
 
 // TestSupervisorShutdownThenSilence: a shut-down broker that never
@@ -373,6 +423,9 @@ func TestSupervisorShutdownThenSilence(t *testing.T) {
 	e.tick()
 	if e.fenced(2) {
 		t.Fatal("broker 2 back after a session of silence but still fenced")
+	}
+	if b, _ := e.ctrl.Image().Broker(2); b.InControlledShutdown {
+		t.Fatal("broker 2 unfenced but still in controlled shutdown")
 	}
 }
 

@@ -194,9 +194,24 @@ func (b *builder) fenceBroker(r *FenceBroker) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownBroker, r.ID)
 	}
-	br.Fenced = r.Fenced
+	br.Fenced, br.InControlledShutdown = r.Fenced, r.InControlledShutdown
 	b.brokers()[r.ID] = br
 	return nil
+}
+
+// brokerState says why a broker is not eligible for an ISR.
+func (b *builder) brokerState(id int32) string {
+	br, ok := b.im.Brokers[id]
+	switch {
+	case !ok:
+		return "is not registered"
+	case br.Fenced:
+		return "is fenced"
+	case br.InControlledShutdown:
+		return "is in controlled shutdown"
+	default:
+		return "is eligible"
+	}
 }
 
 func (b *builder) createTopic(r *CreateTopic) error {
@@ -324,6 +339,14 @@ func (b *builder) partitionChange(r *PartitionChange) error {
 	}
 	if err := validReassignment(p); err != nil {
 		return fmt.Errorf("%q partition %d: %w", r.Topic, r.Partition, err)
+	}
+	if r.EligibleISR {
+		for _, id := range p.ISR {
+			if !slices.Contains(old.ISR, id) && !b.im.IsrEligible(id) {
+				return fmt.Errorf("%w: %q partition %d: broker %d %s and cannot join the ISR",
+					ErrIneligibleReplica, r.Topic, r.Partition, id, b.brokerState(id))
+			}
+		}
 	}
 	leaderChanged := p.Leader != old.Leader
 	if !leaderChanged && slices.Equal(p.Replicas, old.Replicas) && slices.Equal(p.ISR, old.ISR) &&

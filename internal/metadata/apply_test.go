@@ -96,6 +96,9 @@ func dumpImage(im *Image) string {
 		if br.Fenced {
 			b.WriteString(" fenced")
 		}
+		if br.InControlledShutdown {
+			b.WriteString(" in-controlled-shutdown")
+		}
 		b.WriteString("\n")
 	}
 	if len(im.BrokerConfigs) > 0 {

@@ -29,6 +29,11 @@ var (
 	// ErrStaleEpoch: a PartitionChange carried an expected partition epoch
 	// that no longer matches (Kafka's INVALID_UPDATE_VERSION).
 	ErrStaleEpoch = errors.New("metadata: stale partition epoch")
+	// ErrIneligibleReplica: a partition leader's ISR change (a
+	// PartitionChange with EligibleISR) adds a broker that is fenced, in
+	// controlled shutdown or not registered (Kafka's INELIGIBLE_REPLICA,
+	// KIP-841).
+	ErrIneligibleReplica = errors.New("metadata: ineligible replica")
 	// ErrClusterIDMismatch: the configured cluster id differs from the one
 	// in the metadata log, or a second SetClusterID tries to change it.
 	ErrClusterIDMismatch = errors.New("metadata: cluster id mismatch")

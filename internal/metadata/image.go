@@ -37,6 +37,17 @@ type Broker struct {
 	Port   int32
 	Rack   string
 	Fenced bool
+	// InControlledShutdown: the broker asked for a controlled shutdown
+	// and has not registered again since (KIP-841). Like a fenced broker
+	// it may not join an ISR or lead.
+	InControlledShutdown bool
+}
+
+// IsrEligible reports whether the broker may join an ISR: it is
+// registered, unfenced and not in controlled shutdown (KIP-841).
+func (im *Image) IsrEligible(id int32) bool {
+	b, ok := im.Brokers[id]
+	return ok && !b.Fenced && !b.InControlledShutdown
 }
 
 // Topic is one topic. Immutable, like the Image holding it.

@@ -31,10 +31,16 @@ type RegisterBroker struct {
 	Rack string `json:"rack,omitempty"`
 }
 
-// FenceBroker fences or unfences a registered broker.
+// FenceBroker sets a registered broker's state: fenced or not, and in a
+// controlled shutdown or not (both fields, so unfencing also ends a
+// controlled shutdown).
 type FenceBroker struct {
 	ID     int32 `json:"id"`
 	Fenced bool  `json:"fenced"`
+	// InControlledShutdown: the broker is shutting down (KIP-841); it
+	// leaves its ISRs and leaderships and may not join an ISR again until
+	// it registers anew or is unfenced.
+	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
 }
 
 // CreateTopic creates a topic. ID is chosen by the proposer (NewTopicID)
@@ -117,7 +123,10 @@ type SetClusterID struct {
 // bumps on every change (a change that changes nothing is a no-op). The resulting ISR must be a
 // subset of the replicas, and the leader NoLeader or a member of the ISR.
 // ExpectPartitionEpoch, when set, fences stale updates (AlterPartition's
-// partitionEpoch): a mismatch fails with ErrStaleEpoch.
+// partitionEpoch): a mismatch fails with ErrStaleEpoch. With EligibleISR
+// (a partition leader's ISR change) every broker the change adds to the
+// ISR must be registered, unfenced and not in controlled shutdown, or the
+// change fails with ErrIneligibleReplica (KIP-841).
 type PartitionChange struct {
 	Topic                string  `json:"topic"`
 	Partition            int32   `json:"partition"`
@@ -125,6 +134,11 @@ type PartitionChange struct {
 	ISR                  []int32 `json:"isr"`      // null = unchanged, [] = empty
 	Replicas             []int32 `json:"replicas"` // null = unchanged
 	ExpectPartitionEpoch *int32  `json:"expectPartitionEpoch,omitempty"`
+	// EligibleISR asks apply to refuse a change that adds an ineligible
+	// broker to the ISR. It is a field rather than a rule for every
+	// change so that entries written before the rule existed replay to
+	// the images they made then.
+	EligibleISR bool `json:"eligibleIsr,omitempty"`
 	// AddingReplicas and RemovingReplicas set the reassignment in
 	// progress (null = unchanged, [] = none); both must be subsets of the
 	// resulting replicas and disjoint.

@@ -97,6 +97,8 @@ type brokerJSON struct {
 	Port   int32  `json:"port"`
 	Rack   string `json:"rack,omitempty"`
 	Fenced bool   `json:"fenced,omitempty"`
+	// InControlledShutdown: omitted when false.
+	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
 }
 
 type topicJSON struct {

@@ -71,6 +71,9 @@ type Manager struct {
 	applyMu sync.Mutex // serialises Apply
 	// openHook, when set (tests), runs before each partition log opens.
 	openHook func(topic string, partition int32)
+	// syncHook, when set (tests), runs in a sync round between reading a
+	// partition's staging generation and its fsync.
+	syncHook func(p *Partition)
 	mu       sync.RWMutex // guards parts and byID
 	parts    map[string][]*Partition
 	byID     map[[16]byte]string
@@ -103,6 +106,9 @@ type ManagerMetrics struct {
 	RetentionSegs     atomic.Int64
 	ISRShrinks        atomic.Int64
 	ISRExpands        atomic.Int64
+	// ISRChangeFailures counts ISR changes that the controller refused or
+	// that did not commit.
+	ISRChangeFailures atomic.Int64
 }
 
 // NewManager makes a manager; Start loads existing partitions.
@@ -187,11 +193,12 @@ func (m *Manager) checkISRs() {
 	}
 }
 
-// alterISR proposes isr for p in the background; the result arrives as a
-// new metadata image (or, on failure, clears the pending change).
-func (m *Manager) alterISR(p *Partition, isr []int32, partEpoch int32) {
+// alterISR proposes isr (proposal seq of p) in the background; the result
+// arrives as a new metadata image (or, on failure, clears the pending
+// change).
+func (m *Manager) alterISR(p *Partition, isr []int32, partEpoch int32, seq uint64) {
 	if m.cfg.AlterPartition == nil {
-		p.alterDone(errors.New("no controller"))
+		p.alterDone(seq, errors.New("no controller"))
 		return
 	}
 	m.log.Info("proposing ISR change", "topic", p.Topic, "partition", p.Index, "isr", isr, "partition_epoch", partEpoch)
@@ -199,11 +206,25 @@ func (m *Manager) alterISR(p *Partition, isr []int32, partEpoch int32) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err := m.cfg.AlterPartition(ctx, p.Topic, p.Index, isr, partEpoch)
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, metadata.ErrIneligibleReplica):
+			m.Metrics.ISRChangeFailures.Add(1)
+			m.log.Info("ISR change refused: a follower is fenced or shutting down; it rejoins once the controller unfences it",
+				"topic", p.Topic, "partition", p.Index, "isr", isr, "err", err)
+		default:
+			m.Metrics.ISRChangeFailures.Add(1)
 			m.log.Warn("ISR change not committed; will retry", "topic", p.Topic, "partition", p.Index, "isr", isr, "err", err)
 		}
-		p.alterDone(err)
+		p.alterDone(seq, err)
 	}()
+}
+
+// isrEligible reports whether the last image applied lets broker id join
+// an ISR (KIP-841): registered, unfenced, not in controlled shutdown.
+func (m *Manager) isrEligible(id int32) bool {
+	im := m.applied.Load()
+	return im == nil || im.IsrEligible(id)
 }
 
 // Close stops the loops, syncs and closes every log.
@@ -712,6 +733,9 @@ func (m *Manager) syncRound() {
 		}
 		start := time.Now()
 		gen := p.gen.Load()
+		if m.syncHook != nil {
+			m.syncHook(p)
+		}
 		off, err := p.log.Sync()
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))

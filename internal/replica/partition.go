@@ -383,13 +383,21 @@ func (p *Partition) dropStaged(cause error) {
 }
 
 // advanceIfGen advances the high watermark after an fsync that started
-// at staging generation gen, unless a failed write dropped batches since:
-// then the log may have been truncated below off.
+// at staging generation gen, unless the generation changed since (a
+// failed write dropped batches, a follower cut its log, a leader was
+// demoted): then the log may have been truncated below off. The partition
+// is then queued for another round, which fsyncs the log as it is now:
+// nothing else may come to sync what the log holds (a follower appends
+// again only once that is durable, see waitSynced).
 func (p *Partition) advanceIfGen(off int64, gen uint64) {
 	p.genMu.Lock()
-	defer p.genMu.Unlock()
-	if p.gen.Load() == gen {
+	same := p.gen.Load() == gen
+	if same {
 		p.advance(off)
+	}
+	p.genMu.Unlock()
+	if !same {
+		p.mgr.markDirty(p)
 	}
 }
 

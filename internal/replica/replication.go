@@ -19,6 +19,15 @@ package replica
 // counts the larger of the old and the proposed ISR (KIP-497's "maximal
 // ISR"), so it never advances on the strength of a shrink that the
 // controller has not committed.
+//
+// A follower that the metadata shows fenced or in controlled shutdown is
+// not proposed for the ISR however caught up it is (KIP-841): the
+// controller took it out and would refuse it (ErrIneligibleReplica); it
+// is proposed on its first fetch after the image shows it eligible again.
+// After a refused or failed proposal the partition waits before it
+// proposes again (alterBackoffMin, doubling up to alterBackoffMax), so
+// that no disagreement with the controller turns into a stream of
+// proposals.
 
 import (
 	"errors"
@@ -38,6 +47,14 @@ var (
 	ErrNotReplica = errors.New("replica: the fetching broker is not a replica of this partition") // NOT_LEADER_OR_FOLLOWER
 )
 
+// alterBackoffMin and alterBackoffMax bound how long a partition waits
+// before proposing another ISR change after one was refused or failed;
+// the wait doubles with each failure in a row and resets on a success.
+const (
+	alterBackoffMin = 100 * time.Millisecond
+	alterBackoffMax = 2 * time.Second
+)
+
 // follower is the leader's view of one follower.
 type follower struct {
 	leo          int64 // fetch offset of its last fetch; -1 before the first
@@ -54,7 +71,14 @@ type replState struct {
 	isr       []int32 // committed in the metadata image
 	pending   []int32 // ISR proposed to the controller; nil when none
 	partEpoch int32
-	followers map[int32]*follower
+	// alterSeq numbers the ISR proposals, so that the late answer to an
+	// old one does not clear a newer one's pending ISR.
+	alterSeq uint64
+	// alterBackoff is the wait after the last failed proposal (0 after a
+	// success); no proposal is made before alterRetryAt (ms).
+	alterBackoff time.Duration
+	alterRetryAt int64
+	followers    map[int32]*follower
 	// epochStart is the leader's log end offset when its leadership began:
 	// a follower rejoins the ISR only once it has everything below it.
 	epochStart int64
@@ -272,18 +296,21 @@ func (p *Partition) FollowerFetch(id int32, offset int64) error {
 	var propose []int32
 	// Expand: an out-of-sync follower that has reached the high watermark
 	// and the start of this leadership (so it holds every record this
-	// leader may still have to commit below it) rejoins.
-	if r.pending == nil && !slices.Contains(r.isr, id) && offset >= p.hw.Load() && offset >= r.epochStart {
+	// leader may still have to commit below it) rejoins, if the metadata
+	// lets it (KIP-841).
+	if r.pending == nil && now >= r.alterRetryAt && !slices.Contains(r.isr, id) &&
+		offset >= p.hw.Load() && offset >= r.epochStart && p.mgr.isrEligible(id) {
 		propose = append(slices.Clone(r.isr), id)
 		slices.Sort(propose)
 		r.pending = propose
+		r.alterSeq++
 	}
-	epoch := r.partEpoch
+	epoch, seq := r.partEpoch, r.alterSeq
 	p.rmu.Unlock()
 	p.updateHW()
 	if propose != nil {
 		p.mgr.Metrics.ISRExpands.Add(1)
-		p.mgr.alterISR(p, propose, epoch)
+		p.mgr.alterISR(p, propose, epoch, seq)
 	}
 	return nil
 }
@@ -297,7 +324,7 @@ func (p *Partition) checkISR(now int64, lagMax time.Duration) {
 	self := p.mgr.cfg.NodeID
 	p.rmu.Lock()
 	r := &p.repl
-	if r.pending != nil {
+	if r.pending != nil || now < r.alterRetryAt {
 		p.rmu.Unlock()
 		return
 	}
@@ -313,20 +340,32 @@ func (p *Partition) checkISR(now int64, lagMax time.Duration) {
 		return
 	}
 	r.pending = keep
-	epoch := r.partEpoch
+	r.alterSeq++
+	epoch, seq := r.partEpoch, r.alterSeq
 	p.rmu.Unlock()
 	p.mgr.Metrics.ISRShrinks.Add(1)
-	p.mgr.alterISR(p, keep, epoch)
+	p.mgr.alterISR(p, keep, epoch, seq)
 }
 
-// alterDone is called when an ISR proposal failed; the next fetch or
-// check proposes again.
-func (p *Partition) alterDone(err error) {
-	if err == nil {
-		return // the new image clears pending
-	}
+// alterDone takes the answer to ISR proposal seq. A committed one is
+// cleared from pending by the new image; a failed one is cleared here,
+// and the partition waits before proposing again. The answer to a
+// proposal that a newer one replaced changes nothing.
+func (p *Partition) alterDone(seq uint64, err error) {
 	p.rmu.Lock()
-	p.repl.pending = nil
+	r := &p.repl
+	if seq != r.alterSeq {
+		p.rmu.Unlock()
+		return
+	}
+	if err == nil {
+		r.alterBackoff = 0
+		p.rmu.Unlock()
+		return
+	}
+	r.pending = nil
+	r.alterBackoff = min(max(2*r.alterBackoff, alterBackoffMin), alterBackoffMax)
+	r.alterRetryAt = p.mgr.now().UnixMilli() + r.alterBackoff.Milliseconds()
 	p.rmu.Unlock()
 	p.updateHW()
 }

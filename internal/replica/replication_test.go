@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,10 @@ import (
 //	fetch follower=2 offset=N                           a follower fetches at N
 //	tick ms=N                                           the clock moves; the ISR check runs
 //	commit                                              the controller commits the pending ISR proposal
-//	fail                                                the controller refuses it
+//	fail                                                the controller refuses it (stale partition epoch)
+//	refuse                                              the controller refuses it (ineligible replica, KIP-841)
+//	late-fail                                           the refusal of the oldest unanswered proposal arrives
+//	broker id=2 state=fenced|shutdown|live              the image shows broker 2 so (same partition state)
 //	wait acks=all|1 offset=N                            would the last append, ending at N, be acknowledged now?
 //
 // Every command prints the partition's state afterwards.
@@ -36,8 +40,6 @@ func TestReplicationLeader(t *testing.T) {
 	datadriven.Walk(t, "testdata/replication", func(t *testing.T, path string) {
 		now := time.UnixMilli(1_000_000)
 		var proposals []string
-		var pendingISR []int32
-		var pendingEpoch int32
 		m := NewManager(ManagerConfig{
 			Dir: t.TempDir(), NodeID: 1, Fsync: true,
 			Resolve: func(t *metadata.Topic) TopicConfig {
@@ -51,27 +53,38 @@ func TestReplicationLeader(t *testing.T) {
 			ReplicaLagMax: 10 * time.Second,
 		})
 		defer m.Close()
-		done := make(chan error, 1)
 		type proposal struct {
 			isr   []int32
 			epoch int32
+			seq   uint64     // the partition's number for it
+			done  chan error // the controller's answer
 		}
-		proposed := make(chan proposal, 1)
+		proposed := make(chan *proposal, 1)
 		m.cfg.AlterPartition = func(_ context.Context, _ string, _ int32, isr []int32, epoch int32) error {
-			proposed <- proposal{isr, epoch}
-			return <-done
+			pr := &proposal{isr: isr, epoch: epoch, done: make(chan error, 1)}
+			proposed <- pr
+			return <-pr.done
 		}
+		// outstanding: proposals not answered yet, oldest first; the
+		// last is the pending one, if any.
+		var outstanding, answered []*proposal
+		defer func() {
+			for _, pr := range append(outstanding, answered...) {
+				pr.done <- context.Canceled
+			}
+		}()
 		id := [16]byte{7}
 		var index uint64
 		var lastGen uint64 // the staging generation of the last append
 		var cur metadata.Partition
 		configs := map[string]string{"min.insync.replicas": "2"}
+		brokers := map[int32]metadata.Broker{1: {ID: 1}, 2: {ID: 2}, 3: {ID: 3}}
 		apply := func(mp metadata.Partition) {
 			index++
 			cur = mp
 			im := &metadata.Image{
 				Index:    index,
-				Brokers:  map[int32]metadata.Broker{1: {ID: 1}, 2: {ID: 2}, 3: {ID: 3}},
+				Brokers:  maps.Clone(brokers),
 				Topics:   map[string]*metadata.Topic{"t": {Name: "t", ID: id, Configs: configs, Partitions: []metadata.Partition{mp}}},
 				TopicIDs: map[[16]byte]string{id: "t"},
 			}
@@ -108,7 +121,11 @@ func TestReplicationLeader(t *testing.T) {
 			select {
 			case pr := <-proposed:
 				proposals = append(proposals, fmt.Sprintf("propose isr=%v partition-epoch=%d", pr.isr, pr.epoch))
-				pendingISR, pendingEpoch = pr.isr, pr.epoch
+				p := m.Get("t", 0)
+				p.rmu.Lock()
+				pr.seq = p.repl.alterSeq
+				p.rmu.Unlock()
+				outstanding = append(outstanding, pr)
 			case <-time.After(5 * time.Second):
 				t.Fatal("proposal never reached the controller")
 			}
@@ -158,25 +175,41 @@ func TestReplicationLeader(t *testing.T) {
 				now = now.Add(time.Duration(num("ms")) * time.Millisecond)
 				m.checkISRs()
 				settle(hadPending)
-			case "commit", "fail":
-				if pendingISR == nil {
+			case "broker":
+				id := int32(num("id"))
+				b := metadata.Broker{ID: id}
+				switch arg("state") {
+				case "fenced":
+					b.Fenced = true
+				case "shutdown":
+					b.InControlledShutdown = true
+				case "live":
+				default:
+					d.Fatalf(t, "unknown broker state %q", arg("state"))
+				}
+				brokers[id] = b
+				apply(cur)
+			case "commit", "fail", "refuse":
+				if !hasPending() {
 					return "no pending proposal\n"
 				}
-				if d.Cmd == "commit" {
+				pr := outstanding[len(outstanding)-1]
+				outstanding = outstanding[:len(outstanding)-1]
+				switch {
+				case d.Cmd == "commit" && cur.PartitionEpoch != pr.epoch:
+					fmt.Fprintf(&out, "stale: partition epoch is %d\n", cur.PartitionEpoch)
+					pr.done <- metadata.ErrStaleEpoch
+				case d.Cmd == "commit":
 					mp := cur
-					if mp.PartitionEpoch != pendingEpoch {
-						fmt.Fprintf(&out, "stale: partition epoch is %d\n", mp.PartitionEpoch)
-						done <- metadata.ErrStaleEpoch
-					} else {
-						mp.ISR = pendingISR
-						mp.PartitionEpoch++
-						apply(mp)
-						done <- nil
-					}
-				} else {
-					done <- metadata.ErrStaleEpoch
+					mp.ISR = pr.isr
+					mp.PartitionEpoch++
+					apply(mp)
+					pr.done <- nil
+				case d.Cmd == "fail":
+					pr.done <- metadata.ErrStaleEpoch
+				default:
+					pr.done <- metadata.ErrIneligibleReplica
 				}
-				pendingISR = nil
 				deadline := time.Now().Add(5 * time.Second)
 				for hasPending() {
 					if time.Now().After(deadline) {
@@ -184,6 +217,16 @@ func TestReplicationLeader(t *testing.T) {
 					}
 					time.Sleep(time.Millisecond)
 				}
+			case "late-fail":
+				// The controller's refusal of the oldest outstanding
+				// proposal arrives now, after the image overtook it.
+				if len(outstanding) == 0 {
+					return "no outstanding proposal\n"
+				}
+				pr := outstanding[0]
+				outstanding = outstanding[1:]
+				m.Get("t", 0).alterDone(pr.seq, metadata.ErrStaleEpoch)
+				answered = append(answered, pr) // its goroutine is released at the end
 			case "wait":
 				p := m.Get("t", 0)
 				err := p.WaitDurable(num("offset"), lastGen, time.Now(), arg("acks") == "all")
@@ -215,6 +258,9 @@ func TestReplicationLeader(t *testing.T) {
 			}
 			fmt.Fprintf(&out, "leader=%v leo=%d synced=%d hw=%d isr=%v pending=%s followers=[%s]",
 				p.leading.Load(), p.log.LogEndOffset(), p.synced.Load(), p.hw.Load(), p.repl.isr, pending, strings.Join(fs, " "))
+			if wait := p.repl.alterRetryAt - now.UnixMilli(); wait > 0 {
+				fmt.Fprintf(&out, " no-proposal-for=%dms", wait) // backing off after a refusal
+			}
 			p.rmu.Unlock()
 			if !p.CaughtUpAsLeader() {
 				out.WriteString(" offsets-not-available") // KIP-207
