@@ -122,11 +122,13 @@ func ValidateAssignment(im *metadata.Image, replicas [][]int32) error {
 	return nil
 }
 
-// liveBrokers returns the registered, unfenced brokers in id order.
+// liveBrokers returns the brokers new replicas may go to, in id order:
+// registered, unfenced and not in controlled shutdown (a broker that is
+// leaving, KIP-841).
 func liveBrokers(im *metadata.Image) []metadata.Broker {
 	var out []metadata.Broker
 	for _, id := range im.BrokerIDs() {
-		if b := im.Brokers[id]; !b.Fenced {
+		if b := im.Brokers[id]; !b.Fenced && !b.InControlledShutdown {
 			out = append(out, b)
 		}
 	}

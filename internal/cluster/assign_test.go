@@ -14,7 +14,8 @@ import (
 
 // TestAssign runs testdata/assign. Commands:
 //
-//	brokers                  a new image; input: "<id> [rack=<r>] [fenced]" per line
+//	brokers                  a new image; input: "<id> [rack=<r>] [fenced] [shutdown]" per line
+//	                         (shutdown: in controlled shutdown, not fenced yet)
 //	topic name=<t>           create topic t; input: one replica list "1,2,3" per line
 //	assign topic=<t> partitions=N rf=R [seed=S] [apply]
 //	                         Assign, printing the lists and the load per broker;
@@ -33,20 +34,22 @@ func TestAssign(t *testing.T) {
 				for _, line := range lines(d.Input) {
 					f := strings.Fields(line)
 					id := ids(t, f[:1])[0]
-					rack, fenced := "", false
+					rack, fenced, shutdown := "", false, false
 					for _, kv := range f[1:] {
 						switch {
 						case strings.HasPrefix(kv, "rack="):
 							rack = strings.TrimPrefix(kv, "rack=")
 						case kv == "fenced":
 							fenced = true
+						case kv == "shutdown":
+							shutdown = true
 						default:
 							d.Fatalf(t, "bad broker field %q", kv)
 						}
 					}
 					im = applyRecs(t, im, register(id, rack))
-					if fenced {
-						im = applyRecs(t, im, fence(id, true))
+					if fenced || shutdown {
+						im = applyRecs(t, im, metadata.Record{FenceBroker: &metadata.FenceBroker{ID: id, Fenced: fenced, InControlledShutdown: shutdown}})
 					}
 				}
 				return ""
