@@ -368,10 +368,7 @@ func (p *Partition) dropStaged(cause error) {
 	p.gen.Add(1)
 	p.staged, p.stagedAborted = nil, nil
 	p.nextOffset = p.log.LogEndOffset()
-	p.producers = newProducerState()
-	if err := p.loadProducers(); err != nil {
-		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
-	}
+	p.reloadProducers()
 	p.appendMu.Unlock()
 	if errors.Is(cause, blog.ErrDiskFull) {
 		p.logg.Error("write refused: disk full; unacknowledged records dropped, writes resume when space returns",
@@ -649,6 +646,16 @@ func (p *Partition) snapshotProducers(force bool) {
 		return
 	}
 	p.prodDirty = false
+}
+
+// reloadProducers replaces the producer state with one rebuilt from the
+// log (loadProducers): what staged batches that never reached the log put
+// in it, or what a truncation cut, is gone. Called with appendMu held.
+func (p *Partition) reloadProducers() {
+	p.producers = newProducerState()
+	if err := p.loadProducers(); err != nil {
+		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
 }
 
 // loadProducers rebuilds idempotence state: the snapshot, then every batch
