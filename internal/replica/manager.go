@@ -77,6 +77,9 @@ type Manager struct {
 	// flushHook, when set (tests), runs in a write round before a
 	// partition's staged batches are taken and written.
 	flushHook atomic.Pointer[func(p *Partition)]
+	// takenHook, when set (tests), runs in Partition.flush once the
+	// staged batches are taken, before they are written (flushMu held).
+	takenHook func(p *Partition)
 	mu        sync.RWMutex // guards parts and byID
 	parts     map[string][]*Partition
 	byID      map[[16]byte]string

@@ -304,6 +304,9 @@ func (p *Partition) flush() error {
 	if len(staged) == 0 {
 		return nil
 	}
+	if p.mgr.takenHook != nil {
+		p.mgr.takenHook(p)
+	}
 	defer p.notify() // followers long-poll for written data
 	epoch := p.leaderEpoch.Load()
 	// write appends b with the index entries of its ABORT markers.
@@ -621,8 +624,20 @@ func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
 }
 
 // snapshotProducers saves idempotence state so a restart need not rescan
-// the whole log.
+// the whole log. The state must not be ahead of the log: not while
+// batches are staged, nor while a write round has taken them and not yet
+// written them (it holds flushMu), or the snapshot would stand at the
+// log end for batches the log may never get (a crash, a failed write, a
+// follower's truncation). The periodic snapshot (force unset) skips a
+// partition whose write round is in progress rather than hold up the
+// syncer; the next one takes it.
 func (p *Partition) snapshotProducers(force bool) {
+	if force {
+		p.flushMu.Lock()
+	} else if !p.flushMu.TryLock() {
+		return
+	}
+	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
