@@ -33,7 +33,8 @@ var (
 // fetcher.go).
 //
 // Locking: flushMu (the flusher's writes, a follower's appends and
-// truncations) → appendMu (producer state, offset assignment and the
+// truncations, a demotion dropping staged batches, producer snapshots) →
+// appendMu (producer state, offset assignment and the
 // staged batches, in order) → genMu → rmu (replication state). The high
 // watermark is an atomic moved by the syncer, by follower fetches (leader)
 // and by fetch responses (follower). The waiters set has its own small
@@ -102,7 +103,9 @@ type Partition struct {
 	hwCheckpointed atomic.Int64
 	hwMu           sync.Mutex
 	// flushMu serialises writes to the log that bypass appendMu (the
-	// flusher's) with a follower's truncation.
+	// flusher's) with a follower's truncation, and with what needs the
+	// producer state to match the log: a demotion dropping staged
+	// batches, a producer snapshot.
 	flushMu sync.Mutex
 	rmu     sync.Mutex // guards repl
 	repl    replState
