@@ -19,3 +19,15 @@ func PeerRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Respo
 	defer c.Close()
 	return c.Request(ctx, req, 10*time.Second)
 }
+
+// SetFlushHook installs fn, run by the flusher before it writes a
+// partition's staged batches (tests in package replica_test hold a write
+// round with it); nil removes it.
+func (m *Manager) SetFlushHook(fn func(topic string, partition int32)) {
+	if fn == nil {
+		m.flushHook.Store(nil)
+		return
+	}
+	h := func(p *Partition) { fn(p.Topic, p.Index) }
+	m.flushHook.Store(&h)
+}

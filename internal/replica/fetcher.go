@@ -654,9 +654,6 @@ func (p *Partition) afterTruncate() {
 	if p.hw.Load() > leo {
 		p.hw.Store(leo)
 	}
-	p.producers = newProducerState()
-	if err := p.loadProducers(); err != nil {
-		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
-	}
+	p.reloadProducers()
 	p.prodDirty = true
 }

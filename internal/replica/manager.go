@@ -74,9 +74,15 @@ type Manager struct {
 	// syncHook, when set (tests), runs in a sync round between reading a
 	// partition's staging generation and its fsync.
 	syncHook func(p *Partition)
-	mu       sync.RWMutex // guards parts and byID
-	parts    map[string][]*Partition
-	byID     map[[16]byte]string
+	// flushHook, when set (tests), runs in a write round before a
+	// partition's staged batches are taken and written.
+	flushHook atomic.Pointer[func(p *Partition)]
+	// takenHook, when set (tests), runs in Partition.flush once the
+	// staged batches are taken, before they are written (flushMu held).
+	takenHook func(p *Partition)
+	mu        sync.RWMutex // guards parts and byID
+	parts     map[string][]*Partition
+	byID      map[[16]byte]string
 
 	dirtyMu  sync.Mutex // guards dirty and written
 	dirty    []*Partition
@@ -626,6 +632,9 @@ func (m *Manager) flushRound() bool {
 	m.forEach(batch, func(p *Partition) {
 		if p.closed.Load() {
 			return
+		}
+		if h := m.flushHook.Load(); h != nil {
+			(*h)(p)
 		}
 		if err := p.flush(); err != nil {
 			return // producers of the dropped batches get an error

@@ -33,7 +33,8 @@ var (
 // fetcher.go).
 //
 // Locking: flushMu (the flusher's writes, a follower's appends and
-// truncations) → appendMu (producer state, offset assignment and the
+// truncations, a demotion dropping staged batches, producer snapshots) →
+// appendMu (producer state, offset assignment and the
 // staged batches, in order) → genMu → rmu (replication state). The high
 // watermark is an atomic moved by the syncer, by follower fetches (leader)
 // and by fetch responses (follower). The waiters set has its own small
@@ -102,7 +103,9 @@ type Partition struct {
 	hwCheckpointed atomic.Int64
 	hwMu           sync.Mutex
 	// flushMu serialises writes to the log that bypass appendMu (the
-	// flusher's) with a follower's truncation.
+	// flusher's) with a follower's truncation, and with what needs the
+	// producer state to match the log: a demotion dropping staged
+	// batches, a producer snapshot.
 	flushMu sync.Mutex
 	rmu     sync.Mutex // guards repl
 	repl    replState
@@ -304,6 +307,9 @@ func (p *Partition) flush() error {
 	if len(staged) == 0 {
 		return nil
 	}
+	if p.mgr.takenHook != nil {
+		p.mgr.takenHook(p)
+	}
 	defer p.notify() // followers long-poll for written data
 	epoch := p.leaderEpoch.Load()
 	// write appends b with the index entries of its ABORT markers.
@@ -368,10 +374,7 @@ func (p *Partition) dropStaged(cause error) {
 	p.gen.Add(1)
 	p.staged, p.stagedAborted = nil, nil
 	p.nextOffset = p.log.LogEndOffset()
-	p.producers = newProducerState()
-	if err := p.loadProducers(); err != nil {
-		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
-	}
+	p.reloadProducers()
 	p.appendMu.Unlock()
 	if errors.Is(cause, blog.ErrDiskFull) {
 		p.logg.Error("write refused: disk full; unacknowledged records dropped, writes resume when space returns",
@@ -624,8 +627,20 @@ func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
 }
 
 // snapshotProducers saves idempotence state so a restart need not rescan
-// the whole log.
+// the whole log. The state must not be ahead of the log: not while
+// batches are staged, nor while a write round has taken them and not yet
+// written them (it holds flushMu), or the snapshot would stand at the
+// log end for batches the log may never get (a crash, a failed write, a
+// follower's truncation). The periodic snapshot (force unset) skips a
+// partition whose write round is in progress rather than hold up the
+// syncer; the next one takes it.
 func (p *Partition) snapshotProducers(force bool) {
+	if force {
+		p.flushMu.Lock()
+	} else if !p.flushMu.TryLock() {
+		return
+	}
+	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	cutoff := p.mgr.now().Add(-p.mgr.producerExpiry).UnixMilli()
@@ -649,6 +664,16 @@ func (p *Partition) snapshotProducers(force bool) {
 		return
 	}
 	p.prodDirty = false
+}
+
+// reloadProducers replaces the producer state with one rebuilt from the
+// log (loadProducers): what staged batches that never reached the log put
+// in it, or what a truncation cut, is gone. Called with appendMu held.
+func (p *Partition) reloadProducers() {
+	p.producers = newProducerState()
+	if err := p.loadProducers(); err != nil {
+		p.logg.Warn("rebuilding producer state", "topic", p.Topic, "partition", p.Index, "err", err)
+	}
 }
 
 // loadProducers rebuilds idempotence state: the snapshot, then every batch

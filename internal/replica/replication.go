@@ -162,16 +162,33 @@ func (p *Partition) Followers() []FollowerLag {
 func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 	self := p.mgr.cfg.NodeID
 	leading := mp.Leader == self
+	// Only applyPartition changes leading and leaderEpoch, and Apply
+	// serialises it, so this look without locks is what the locked one
+	// below finds. A demotion takes flushMu first: a write round in
+	// progress finishes, so what is still staged never reached the log.
+	demoting := p.leading.Load() && (!leading || p.leaderEpoch.Load() != mp.LeaderEpoch)
+	if demoting {
+		p.flushMu.Lock()
+	}
 	p.appendMu.Lock()
 	wasLeading := p.leading.Load()
 	epochChanged := p.leaderEpoch.Load() != mp.LeaderEpoch
 	if wasLeading && (!leading || epochChanged) {
 		// Demoted (or re-elected at a new epoch): producers still waiting
 		// for acks of this leadership get an error, and batches not yet
-		// written never will be.
+		// written never will be. Appending them updated the producer
+		// state (sequences, open transactions, markers applied), so it is
+		// rebuilt from the log: else it would answer a retry of a dropped
+		// batch as a duplicate, and a dropped marker would leave the
+		// transaction closed here while the log, and the new leader, hold
+		// it open, so the new leader's marker for it would get no
+		// aborted-transaction entry on this replica.
 		p.leaderGen.Store(p.gen.Add(1))
-		p.staged = nil
-		p.nextOffset = p.log.LogEndOffset()
+		if len(p.staged) > 0 {
+			p.staged, p.stagedAborted = nil, nil
+			p.nextOffset = p.log.LogEndOffset()
+			p.reloadProducers()
+		}
 	}
 	p.leaderEpoch.Store(mp.LeaderEpoch)
 	p.leading.Store(leading)
@@ -180,6 +197,9 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 		p.nextOffset = p.log.LogEndOffset()
 	}
 	p.appendMu.Unlock()
+	if demoting {
+		p.flushMu.Unlock()
+	}
 
 	p.rmu.Lock()
 	r := &p.repl
