@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -258,7 +259,7 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	if c.closed {
 		return nil, kerr.CoordinatorNotAvailable.Code
 	}
-	p := PartitionFor(id, c.cfg.OffsetsTopicPartitions)
+	p := metadata.PartitionForKey(id, c.cfg.OffsetsTopicPartitions)
 	ps, ok := c.parts[p]
 	switch {
 	case !ok:
@@ -376,7 +377,7 @@ func (c *Coordinator) failWaiters(g *group, code int16, f *fx) {
 func (c *Coordinator) Owns(groupID string) (ok bool, loading bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ps, ok := c.parts[PartitionFor(groupID, c.cfg.OffsetsTopicPartitions)]
+	ps, ok := c.parts[metadata.PartitionForKey(groupID, c.cfg.OffsetsTopicPartitions)]
 	if !ok {
 		return false, false
 	}

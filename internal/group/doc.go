@@ -6,7 +6,8 @@
 // machine is internal/share's ShareGroup), and for committed offsets
 // (OffsetCommit/OffsetFetch/OffsetDelete), with DeleteGroups,
 // DescribeGroups and ListGroups. Groups live on the
-// partition of __consumer_offsets their id hashes to (PartitionFor); the
+// partition of __consumer_offsets their id hashes to
+// (metadata.PartitionForKey); the
 // coordinator serves the groups of the partitions it was told to load and
 // persists through a Store, in Kafka's record format, so Kafka tools can
 // read the topic and a node taking over a partition rebuilds its groups by
@@ -31,7 +32,7 @@
 //	admin.go        DeleteGroups, DescribeGroups, ListGroups; Committed and Groups snapshots
 //	load.go         partition ownership: BeginLoad, LoadRecord, FinishLoad, Unload
 //	records.go      __consumer_offsets keys and values (kmsg)
-//	partition.go    PartitionFor (Java's String.hashCode, Kafka's Utils.abs)
+//	uuid.go         newUUID (member ids)
 //	errors.go       Store errors to Kafka codes
 //
 //	consumer.go           KIP-848 group state: epochs, partition ownership, reconciliation

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -454,7 +455,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "load":
 		p := int32(h.int(d, "p", -1))
 		if d.HasArg("group") {
-			p = PartitionFor(h.arg(d, "group", ""), h.c.cfg.OffsetsTopicPartitions)
+			p = metadata.PartitionForKey(h.arg(d, "group", ""), h.c.cfg.OffsetsTopicPartitions)
 		}
 		switch {
 		case d.HasArg("begin"):
@@ -475,7 +476,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "owns":
 		g := h.arg(d, "group", "g")
 		ok, loading := h.c.Owns(g)
-		h.printf("owns %s (partition %d): ok=%v loading=%v", g, PartitionFor(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
+		h.printf("owns %s (partition %d): ok=%v loading=%v", g, metadata.PartitionForKey(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
 	default:
 		if !h.runConsumer(d) && !h.runShare(d) {
 			d.Fatalf(t, "unknown command %s", d.Cmd)

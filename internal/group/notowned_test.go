@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // A request for a group whose __consumer_offsets partition the coordinator
@@ -32,7 +34,7 @@ func TestNotOwnedPartitionAnswersByLeadership(t *testing.T) {
 				asked = append(asked, p)
 				return tc.lead
 			}}, newFakeStore(), fakeTopics{"t": 4})
-			p := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+			p := metadata.PartitionForKey("g", c.cfg.OffsetsTopicPartitions)
 
 			join := call(t, func(r func(*kmsg.JoinGroupResponse)) { c.JoinGroup(joinReq("g", "", 10*time.Second), "c", "h", r) })
 			if got := kerr.ErrorForCode(join.ErrorCode); got != tc.want {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -32,7 +33,7 @@ func TestDeleteShareGroupDeletesStateFirst(t *testing.T) {
 			pending = done
 		}}, store, fakeTopics{"t": 3})
 		ownAll(c)
-		p := PartitionFor("sg", c.cfg.OffsetsTopicPartitions)
+		p := metadata.PartitionForKey("sg", c.cfg.OffsetsTopicPartitions)
 
 		// A member joins and leaves: an empty share group with records.
 		hb := func(epoch int32) *kmsg.ShareGroupHeartbeatResponse {

@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 )
@@ -60,7 +61,7 @@ func CoordinatorKey(k Key) string {
 }
 
 // PartitionFor is the __share_group_state partition of k among n.
-func PartitionFor(k Key, n int32) int32 { return group.PartitionFor(CoordinatorKey(k), n) }
+func PartitionFor(k Key, n int32) int32 { return metadata.PartitionForKey(CoordinatorKey(k), n) }
 
 // Appender appends one record to partition p of __share_group_state, which
 // this node leads, and returns a wait that blocks until the record is
