@@ -210,7 +210,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err := gc.Validate(); err != nil {
 		return nil, err
 	}
-	gc.Leader = func(p int32) group.Leadership { return n.leadership(OffsetsTopic, p) }
+	gc.Leader = func(p int32) metadata.Leadership { return n.leadership(OffsetsTopic, p) }
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
 	n.loader = newOffsetsLoader(n)

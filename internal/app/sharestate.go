@@ -11,7 +11,6 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
-	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/sharepart"
 	"github.com/berthmq/berth/internal/sharestate"
@@ -31,10 +30,10 @@ type shareStates struct {
 func (n *Node) shareStore(_ *config.Config) sharepart.Store {
 	s := &shareStates{}
 	s.coord = sharestate.New(n.appendShareState, n.log.With("component", "share-coordinator"))
-	s.coord.Leader = func(k sharepart.Key) group.Leadership {
+	s.coord.Leader = func(k sharepart.Key) metadata.Leadership {
 		t := n.ctrl.Image().Topic(sharestate.Topic)
 		if t == nil {
-			return group.LeaderNone
+			return metadata.LeaderNone
 		}
 		return n.leadership(sharestate.Topic, sharestate.PartitionFor(k, int32(len(t.Partitions))))
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -68,7 +69,7 @@ type Config struct {
 	// partition has no leader, and NOT_COORDINATOR when another node
 	// leads it (nil: always NOT_COORDINATOR). It is called with the
 	// coordinator's lock held and must not call back into it.
-	Leader func(p int32) Leadership
+	Leader func(p int32) metadata.Leadership
 
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.

@@ -279,31 +279,17 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	return g, 0
 }
 
-// Leadership is what the metadata says of an internal topic's partition
-// a coordinator does not own.
-type Leadership int8
-
-const (
-	// LeaderOther: another node leads the partition.
-	LeaderOther Leadership = iota
-	// LeaderSelf: this node leads the partition; the coordinator has not
-	// been told to load it yet.
-	LeaderSelf
-	// LeaderNone: the topic does not exist or the partition has no leader.
-	LeaderNone
-)
-
 // NotOwnedError is the error of a request for a partition a coordinator
 // neither owns nor loads, given what the metadata says of it: Kafka's
 // COORDINATOR_LOAD_IN_PROGRESS while the partition's leader has yet to
 // load it, COORDINATOR_NOT_AVAILABLE while it has no leader (or the topic
 // is still being created), NOT_COORDINATOR when another node leads it.
 // The group, share and transaction coordinators all answer this way.
-func NotOwnedError(l Leadership) *kerr.Error {
+func NotOwnedError(l metadata.Leadership) *kerr.Error {
 	switch l {
-	case LeaderSelf:
+	case metadata.LeaderSelf:
 		return kerr.CoordinatorLoadInProgress
-	case LeaderNone:
+	case metadata.LeaderNone:
 		return kerr.CoordinatorNotAvailable
 	}
 	return kerr.NotCoordinator

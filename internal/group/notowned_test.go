@@ -21,16 +21,16 @@ import (
 // broker backed off for 5 s.
 func TestNotOwnedPartitionAnswersByLeadership(t *testing.T) {
 	for _, tc := range []struct {
-		lead Leadership
+		lead metadata.Leadership
 		want *kerr.Error
 	}{
-		{LeaderSelf, kerr.CoordinatorLoadInProgress},
-		{LeaderNone, kerr.CoordinatorNotAvailable},
-		{LeaderOther, kerr.NotCoordinator},
+		{metadata.LeaderSelf, kerr.CoordinatorLoadInProgress},
+		{metadata.LeaderNone, kerr.CoordinatorNotAvailable},
+		{metadata.LeaderOther, kerr.NotCoordinator},
 	} {
 		t.Run(tc.want.Message, func(t *testing.T) {
 			var asked []int32
-			c := New(Config{Logger: quietLogger(), Leader: func(p int32) Leadership {
+			c := New(Config{Logger: quietLogger(), Leader: func(p int32) metadata.Leadership {
 				asked = append(asked, p)
 				return tc.lead
 			}}, newFakeStore(), fakeTopics{"t": 4})

@@ -45,3 +45,18 @@ func kafkaAbs(n int32) int32 {
 	}
 	return n
 }
+
+// Leadership is what the metadata says of an internal topic's partition
+// a coordinator does not own (the group, share and transaction
+// coordinators answer by it: group.NotOwnedError).
+type Leadership int8
+
+const (
+	// LeaderOther: another node leads the partition.
+	LeaderOther Leadership = iota
+	// LeaderSelf: this node leads the partition; the coordinator has not
+	// been told to load it yet.
+	LeaderSelf
+	// LeaderNone: the topic does not exist or the partition has no leader.
+	LeaderNone
+)

@@ -31,7 +31,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
@@ -79,8 +78,8 @@ type Coordinator struct {
 	// COORDINATOR_LOAD_IN_PROGRESS while this node leads it but has not
 	// begun to load it, COORDINATOR_NOT_AVAILABLE while the topic does not
 	// exist or the partition has no leader, else NOT_COORDINATOR
-	// (group.NotOwnedError). Nil: NOT_COORDINATOR. Called with c.mu held.
-	Leader func(k Key) group.Leadership
+	// (as group.NotOwnedError). Nil: NOT_COORDINATOR. Called with c.mu held.
+	Leader func(k Key) metadata.Leadership
 
 	appendTo Appender
 	log      *slog.Logger
@@ -220,11 +219,11 @@ func (c *Coordinator) notOwned(k Key) error {
 	if c.Leader == nil {
 		return ErrNotCoordinator
 	}
-	switch e := group.NotOwnedError(c.Leader(k)); e {
-	case kerr.CoordinatorLoadInProgress:
+	switch c.Leader(k) {
+	case metadata.LeaderSelf:
 		return ErrLoading
-	case kerr.CoordinatorNotAvailable:
-		return fmt.Errorf("%w: no leader of the share-partition's %s partition yet", e, Topic)
+	case metadata.LeaderNone:
+		return fmt.Errorf("%w: no leader of the share-partition's %s partition yet", kerr.CoordinatorNotAvailable, Topic)
 	}
 	return ErrNotCoordinator
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -227,14 +227,14 @@ func TestIsRetriable(t *testing.T) {
 // COORDINATOR_NOT_AVAILABLE while it has no leader, NOT_COORDINATOR only
 // when another node leads it.
 func TestNotOwnedAnswersByLeadership(t *testing.T) {
-	for lead, want := range map[group.Leadership]*kerr.Error{
-		group.LeaderSelf:  kerr.CoordinatorLoadInProgress,
-		group.LeaderNone:  kerr.CoordinatorNotAvailable,
-		group.LeaderOther: kerr.NotCoordinator,
+	for lead, want := range map[metadata.Leadership]*kerr.Error{
+		metadata.LeaderSelf:  kerr.CoordinatorLoadInProgress,
+		metadata.LeaderNone:  kerr.CoordinatorNotAvailable,
+		metadata.LeaderOther: kerr.NotCoordinator,
 	} {
 		for _, counted := range []bool{false, true} {
 			c := New((&memLog{}).append, nil)
-			c.Leader = func(k Key) group.Leadership {
+			c.Leader = func(k Key) metadata.Leadership {
 				if k != key {
 					t.Errorf("Leader asked about %v", k)
 				}
