@@ -204,7 +204,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, err
 	}
 	n.shares = shares
-	gc.OnShareMembersRemoved = shares.MembersRemoved
+	gc.OnShareMembersRemoved = func(g string, removed []group.ShareRemoval) {
+		ms := make([]string, len(removed))
+		for i, m := range removed {
+			ms[i] = m.MemberID
+		}
+		shares.MembersRemoved(g, ms)
+	}
 	gc.OnShareGroupDelete = n.deleteShareGroup
 	gc.Defaults()
 	if err := gc.Validate(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/metadata"
-	"github.com/berthmq/berth/internal/share"
 )
 
 // Config configures a Coordinator. Field comments name the Kafka setting.
@@ -49,7 +48,7 @@ type Config struct {
 	// members that left a share group or whose session expired, once per
 	// change, in order: the share partitions release what they hold. It
 	// must not block.
-	OnShareMembersRemoved func(group string, removed []share.GroupRemoval)
+	OnShareMembersRemoved func(group string, removed []ShareRemoval)
 	// OnShareGroupDelete, if set, is called with no lock held when
 	// DeleteGroups deletes a share group, once the group is marked
 	// deleted (joins are refused) and before its tombstones are written:
@@ -118,7 +117,7 @@ func (c *Config) Defaults() {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
-	def := share.DefaultGroupConfig()
+	def := defaultShareGroupConfig()
 	if c.ShareSessionTimeout == 0 {
 		c.ShareSessionTimeout = def.SessionTimeout
 	}
@@ -170,8 +169,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.ShareSessionTimeout != 0 || c.ShareHeartbeatInterval != 0 || c.ShareMaxGroupSize != 0 {
-		sc := share.GroupConfig{SessionTimeout: c.ShareSessionTimeout, HeartbeatInterval: c.ShareHeartbeatInterval, MaxSize: c.ShareMaxGroupSize}
-		def := share.DefaultGroupConfig()
+		sc := shareGroupConfig{SessionTimeout: c.ShareSessionTimeout, HeartbeatInterval: c.ShareHeartbeatInterval, MaxSize: c.ShareMaxGroupSize}
+		def := defaultShareGroupConfig()
 		if sc.SessionTimeout == 0 {
 			sc.SessionTimeout = def.SessionTimeout
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/metadata"
-	"github.com/berthmq/berth/internal/share"
 )
 
 // Store persists records in partition p of __consumer_offsets. done is
@@ -74,7 +73,7 @@ type Coordinator struct {
 type offsetsPartition struct {
 	loading bool
 	loaded  map[string]*loadingGroup // records replayed so far, while loading
-	shares  *share.GroupLoader       // share group records replayed so far, while loading
+	shares  *shareLoader             // share group records replayed so far, while loading
 	// txnOffsets are the pending transactional offsets (txn_offsets.go),
 	// replayed while loading and kept after.
 	txnOffsets map[txnOffsetKey]offset

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/metadata"
-	"github.com/berthmq/berth/internal/share"
 )
 
 // DeleteGroups of a share group deletes the group's share-partition state
@@ -87,7 +86,7 @@ func TestDeleteShareGroupDeletesStateFirst(t *testing.T) {
 			t.Fatalf("deletion: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
 		default:
 			last := store.log[p][len(store.log[p])-1]
-			if !share.IsGroupRecordKey(last.Key) || last.Value != nil {
+			if !isShareRecordKey(last.Key) || last.Value != nil {
 				t.Fatalf("the last record is not a share group tombstone: %+v", last)
 			}
 			if gs := c.Groups(); len(gs) != 0 {

@@ -468,13 +468,10 @@ func keepAcquired(b []byte, acq []share.AcquiredRange) []byte {
 	return out
 }
 
-// MembersRemoved is the group coordinator's Config.OnShareMembersRemoved:
-// the members' sessions end and their records are released.
-func (r *Registry) MembersRemoved(group string, removed []share.GroupRemoval) {
-	ms := make([]string, len(removed))
-	for i, m := range removed {
-		ms[i] = m.MemberID
-	}
+// MembersRemoved is the group coordinator's Config.OnShareMembersRemoved
+// (internal/app passes the members' ids): the members' sessions end and
+// their records are released.
+func (r *Registry) MembersRemoved(group string, ms []string) {
 	r.Sessions.Drop(group, ms)
 	// Not on the caller's goroutine (the group coordinator's): releasing
 	// writes to the store.
