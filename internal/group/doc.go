@@ -49,6 +49,7 @@
 //	share_records.go      the share group records (key versions 9-15), after Kafka's schemas
 //	share_replay.go       shareLoader: rebuilding share groups from their records
 //	share_assignor.go     the simple share group assignor (several members per partition)
+//	codec.go              tag buffers, string arrays, []TopicPartitions: the flexible values consumer and share group records both use
 //
 // # Locks
 //

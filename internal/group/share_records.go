@@ -30,8 +30,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
-
-	"github.com/berthmq/berth/internal/groupcodec"
 )
 
 // errCorruptShareRecord is returned for a share group record that does
@@ -111,25 +109,17 @@ func shareRecordGroupID(key []byte) (string, error) {
 
 func shareValueHeader() []byte { return kbin.AppendInt16(nil, 0) }
 
-func appendShareTags(b []byte) []byte { return groupcodec.AppendTags(b) }
-
-// appendShareAssignment writes an assignment as Kafka's
-// []TopicPartitions, topics in id order.
-func appendShareAssignment(b []byte, a shareAssignment) []byte {
-	return groupcodec.AppendTopicPartitions(b, a)
-}
-
 func shareEpochRecord(group string, epoch int32, hash int64) Record {
 	b := shareValueHeader()
 	b = kbin.AppendInt32(b, epoch)
 	b = kbin.AppendInt64(b, hash)
-	return Record{Key: appendShareKey(shareRecMetadata, group, nil), Value: appendShareTags(b)}
+	return Record{Key: appendShareKey(shareRecMetadata, group, nil), Value: appendTags(b)}
 }
 
 func shareTargetEpochRecord(group string, epoch int32) Record {
 	b := shareValueHeader()
 	b = kbin.AppendInt32(b, epoch)
-	return Record{Key: appendShareKey(shareRecTargetMeta, group, nil), Value: appendShareTags(b)}
+	return Record{Key: appendShareKey(shareRecTargetMeta, group, nil), Value: appendTags(b)}
 }
 
 func shareMemberRecord(group string, m *shareMember) Record {
@@ -141,12 +131,12 @@ func shareMemberRecord(group string, m *shareMember) Record {
 	for _, t := range m.topics {
 		b = kbin.AppendCompactString(b, t)
 	}
-	return Record{Key: appendShareKey(shareRecMember, group, &m.id), Value: appendShareTags(b)}
+	return Record{Key: appendShareKey(shareRecMember, group, &m.id), Value: appendTags(b)}
 }
 
 func shareTargetRecord(group, member string, a shareAssignment) Record {
-	b := appendShareAssignment(shareValueHeader(), a)
-	return Record{Key: appendShareKey(shareRecTarget, group, &member), Value: appendShareTags(b)}
+	b := appendTopicPartitions(shareValueHeader(), a)
+	return Record{Key: appendShareKey(shareRecTarget, group, &member), Value: appendTags(b)}
 }
 
 func shareCurrentRecord(group string, m *shareMember) Record {
@@ -154,8 +144,8 @@ func shareCurrentRecord(group string, m *shareMember) Record {
 	b = kbin.AppendInt32(b, m.epoch)
 	b = kbin.AppendInt32(b, m.prevEpoch)
 	b = kbin.AppendInt8(b, shareMemberStateStable)
-	b = appendShareAssignment(b, m.assigned)
-	return Record{Key: appendShareKey(shareRecCurrent, group, &m.id), Value: appendShareTags(b)}
+	b = appendTopicPartitions(b, m.assigned)
+	return Record{Key: appendShareKey(shareRecCurrent, group, &m.id), Value: appendTags(b)}
 }
 
 // shareMemberTombstones deletes a member's records, in Kafka's order.
@@ -198,10 +188,10 @@ type (
 )
 
 // shareValueReader reads a flexible version-0 value.
-type shareValueReader struct{ groupcodec.Reader }
+type shareValueReader struct{ flexReader }
 
 func newShareValueReader(b []byte, what string) (*shareValueReader, error) {
-	r := &shareValueReader{groupcodec.Reader{Reader: kbin.Reader{Src: b}}}
+	r := &shareValueReader{flexReader{Reader: kbin.Reader{Src: b}}}
 	if v := r.Int16(); !r.Ok() || v != 0 {
 		return nil, fmt.Errorf("%w: %s version %d", errCorruptShareRecord, what, v)
 	}
