@@ -74,7 +74,7 @@ func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return &dlqWr
 // Park implements sharepart.DLQWriter.
 func (w *dlqWriter) Park(ctx context.Context, k share.Key, topic, dlqTopic string, a share.DLQAction) error {
 	im := w.n.ctrl.Image()
-	g, _ := w.cfg.ShareGroup(im.GroupConfig(k.Group), im.BrokerConfigs)
+	g, _ := sharepart.ResolveGroupConfig(w.cfg, im.GroupConfig(k.Group), im.BrokerConfigs)
 	if t := im.Topic(topic); t == nil || t.ID != k.TopicID {
 		w.n.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
 			"group", k.Group, "topic", topic, "partition", k.Partition, "first", a.First, "last", a.Last)

@@ -67,7 +67,7 @@ func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(
 		if ok {
 			return s
 		}
-		g, err := cfg.ShareGroup(im.GroupConfig(group), im.BrokerConfigs)
+		g, err := sharepart.ResolveGroupConfig(cfg, im.GroupConfig(group), im.BrokerConfigs)
 		if err != nil {
 			g.Partition = pc
 			g.Partition.DeadLetter = g.DLQTopic != ""
