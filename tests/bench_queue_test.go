@@ -155,11 +155,11 @@ func (l *benchLog) Read(off int64, _ int32, _ bool, alloc func(int) []byte) (rep
 // is the registry's and the state machine's own cost.
 type countStore struct{ writes atomic.Int64 }
 
-func (s *countStore) Read(context.Context, sharepart.Key, int32) (share.Snapshot, bool, error) {
+func (s *countStore) Read(context.Context, share.Key, int32) (share.Snapshot, bool, error) {
 	return share.Snapshot{}, false, nil
 }
 
-func (s *countStore) Write(context.Context, sharepart.Key, share.Update) error {
+func (s *countStore) Write(context.Context, share.Key, share.Update) error {
 	s.writes.Add(1)
 	return nil
 }
@@ -182,7 +182,7 @@ func BenchmarkShareAcquireAck(b *testing.B) {
 			}
 			defer r.Close()
 			l := newBenchLog(per)
-			k := sharepart.Key{Group: "bench", TopicID: [16]byte{1}, Partition: 0}
+			k := share.Key{Group: "bench", TopicID: [16]byte{1}, Partition: 0}
 			types := []share.AckType{share.AckAccept}
 			b.SetBytes(1024)
 			b.ReportAllocs()

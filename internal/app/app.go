@@ -204,13 +204,19 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, err
 	}
 	n.shares = shares
-	gc.OnShareMembersRemoved = shares.MembersRemoved
+	gc.OnShareMembersRemoved = func(g string, removed []group.ShareRemoval) {
+		ms := make([]string, len(removed))
+		for i, m := range removed {
+			ms[i] = m.MemberID
+		}
+		shares.MembersRemoved(g, ms)
+	}
 	gc.OnShareGroupDelete = n.deleteShareGroup
 	gc.Defaults()
 	if err := gc.Validate(); err != nil {
 		return nil, err
 	}
-	gc.Leader = func(p int32) group.Leadership { return n.leadership(OffsetsTopic, p) }
+	gc.Leader = func(p int32) metadata.Leadership { return n.leadership(OffsetsTopic, p) }
 	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
 	n.loader = newOffsetsLoader(n)

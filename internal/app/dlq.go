@@ -72,9 +72,9 @@ type dlqWriter struct {
 func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return &dlqWriter{n: n, cfg: cfg} }
 
 // Park implements sharepart.DLQWriter.
-func (w *dlqWriter) Park(ctx context.Context, k sharepart.Key, topic, dlqTopic string, a share.DLQAction) error {
+func (w *dlqWriter) Park(ctx context.Context, k share.Key, topic, dlqTopic string, a share.DLQAction) error {
 	im := w.n.ctrl.Image()
-	g, _ := w.cfg.ShareGroup(im.GroupConfig(k.Group), im.BrokerConfigs)
+	g, _ := sharepart.ResolveGroupConfig(w.cfg, im.GroupConfig(k.Group), im.BrokerConfigs)
 	if t := im.Topic(topic); t == nil || t.ID != k.TopicID {
 		w.n.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
 			"group", k.Group, "topic", topic, "partition", k.Partition, "first", a.First, "last", a.Last)
@@ -155,7 +155,7 @@ func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 // partition and makes their dead-letter records, stamped parkedAt;
 // offsets with no record (compacted, deleted, control batches) are
 // skipped.
-func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool, parkedAt time.Time) ([]*kgo.Record, error) {
+func (w *dlqWriter) sourceRecords(k share.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool, parkedAt time.Time) ([]*kgo.Record, error) {
 	part := w.n.replicas.Get(topic, k.Partition)
 	if part == nil {
 		return nil, fmt.Errorf("reading records to dead-letter: %s/%d is not on this broker", topic, k.Partition)
@@ -218,7 +218,7 @@ func (w *dlqWriter) sourceRecords(k sharepart.Key, topic, dlqTopic string, a sha
 // whose timestamp is ts (ms): its own timestamp is parkedAt, ts goes in
 // a context header. Its slices are copies: r aliases the read buffer or
 // the scratch.
-func dlqRecord(k sharepart.Key, topic, dlqTopic string, o, ts int64, parkedAt time.Time, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
+func dlqRecord(k share.Key, topic, dlqTopic string, o, ts int64, parkedAt time.Time, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
 	rec := &kgo.Record{Topic: dlqTopic, Timestamp: parkedAt}
 	if copyRecord {
 		rec.Key = cloneBytes(r.Key)

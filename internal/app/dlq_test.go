@@ -7,7 +7,6 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/share"
-	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // A copied DLQ record keeps the source's key, value and headers, minus
@@ -21,7 +20,7 @@ func TestDLQRecordHeaders(t *testing.T) {
 		{Key: share.HeaderDLQReason, Value: []byte("old")},
 		{Key: share.HeaderDLQRedriveCount, Value: []byte("2")},
 	}}
-	k := sharepart.Key{Group: "g", Partition: 3}
+	k := share.Key{Group: "g", Partition: 3}
 	a := share.DLQAction{First: 7, Last: 7, Reason: share.ReasonRejected, DeliveryCount: 1, ErrorText: "boom"}
 	parked := time.UnixMilli(5000)
 	r := dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, true)

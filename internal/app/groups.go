@@ -254,15 +254,15 @@ func newOffsetsLoader(n *Node) *partitionLoader {
 // internal topic, for a coordinator that does not own p (the coordinators'
 // Leader hooks): led by this node, by another, or by none (no such topic
 // yet, or no leader).
-func (n *Node) leadership(topic string, p int32) group.Leadership {
+func (n *Node) leadership(topic string, p int32) metadata.Leadership {
 	mp := n.ctrl.Image().Topic(topic).Partition(p)
 	switch {
 	case mp == nil || mp.Leader == metadata.NoLeader:
-		return group.LeaderNone
+		return metadata.LeaderNone
 	case mp.Leader == n.nodeID:
-		return group.LeaderSelf
+		return metadata.LeaderSelf
 	}
-	return group.LeaderOther
+	return metadata.LeaderOther
 }
 
 // awaitLoaded returns once this node's coordinator of partition p of an

@@ -67,7 +67,7 @@ func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(
 		if ok {
 			return s
 		}
-		g, err := cfg.ShareGroup(im.GroupConfig(group), im.BrokerConfigs)
+		g, err := sharepart.ResolveGroupConfig(cfg, im.GroupConfig(group), im.BrokerConfigs)
 		if err != nil {
 			g.Partition = pc
 			g.Partition.DeadLetter = g.DLQTopic != ""
@@ -93,12 +93,12 @@ func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(
 // which it loads the (empty) state again.
 func (n *Node) deleteShareGroup(group string, done func(error)) {
 	im := n.ctrl.Image()
-	var keys []sharepart.Key
+	var keys []share.Key
 	if im.Topic(sharestate.Topic) != nil { // else no state was ever written
 		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 			t := im.Topics[name]
 			for _, p := range t.Partitions {
-				keys = append(keys, sharepart.Key{Group: group, TopicID: t.ID, Partition: p.Index})
+				keys = append(keys, share.Key{Group: group, TopicID: t.ID, Partition: p.Index})
 			}
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
-	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 	"github.com/berthmq/berth/internal/sharestate"
 )
@@ -31,10 +31,10 @@ type shareStates struct {
 func (n *Node) shareStore(_ *config.Config) sharepart.Store {
 	s := &shareStates{}
 	s.coord = sharestate.New(n.appendShareState, n.log.With("component", "share-coordinator"))
-	s.coord.Leader = func(k sharepart.Key) group.Leadership {
+	s.coord.Leader = func(k share.Key) metadata.Leadership {
 		t := n.ctrl.Image().Topic(sharestate.Topic)
 		if t == nil {
-			return group.LeaderNone
+			return metadata.LeaderNone
 		}
 		return n.leadership(sharestate.Topic, sharestate.PartitionFor(k, int32(len(t.Partitions))))
 	}
@@ -91,7 +91,7 @@ func (n *Node) appendShareState(p int32, key, value []byte) (func() error, error
 
 // routeShareState finds the share coordinator of k, creating
 // __share_group_state on first use.
-func (n *Node) routeShareState(ctx context.Context, k sharepart.Key) (int32, string, error) {
+func (n *Node) routeShareState(ctx context.Context, k share.Key) (int32, string, error) {
 	t, err := n.kh.ShareStateTopic(ctx)
 	if err != nil {
 		return 0, "", err

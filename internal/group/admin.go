@@ -13,8 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // DeleteGroups serves a DeleteGroups request: only Empty groups are
@@ -276,7 +274,7 @@ func (c *Coordinator) Groups() []GroupInfo {
 		switch {
 		case g.state == stateDead:
 		case g.isShare():
-			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: share.AssignorName,
+			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: shareAssignorName,
 				Type: g.typeName(), Generation: g.sh.sg.Epoch(), Members: g.sh.sg.Len(), Rebalances: g.rebalances})
 		case g.isConsumer():
 			out = append(out, GroupInfo{ID: g.id, State: g.stateName(), ProtocolType: g.protocolType, Protocol: g.cg.assignor,

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // Config configures a Coordinator. Field comments name the Kafka setting.
@@ -48,7 +48,7 @@ type Config struct {
 	// members that left a share group or whose session expired, once per
 	// change, in order: the share partitions release what they hold. It
 	// must not block.
-	OnShareMembersRemoved func(group string, removed []share.GroupRemoval)
+	OnShareMembersRemoved func(group string, removed []ShareRemoval)
 	// OnShareGroupDelete, if set, is called with no lock held when
 	// DeleteGroups deletes a share group, once the group is marked
 	// deleted (joins are refused) and before its tombstones are written:
@@ -68,7 +68,7 @@ type Config struct {
 	// partition has no leader, and NOT_COORDINATOR when another node
 	// leads it (nil: always NOT_COORDINATOR). It is called with the
 	// coordinator's lock held and must not call back into it.
-	Leader func(p int32) Leadership
+	Leader func(p int32) metadata.Leadership
 
 	// Now is the clock (default time.Now). Timers are driven by Tick, so
 	// tests pass a fake clock and call Tick themselves.
@@ -117,7 +117,7 @@ func (c *Config) Defaults() {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
-	def := share.DefaultGroupConfig()
+	def := defaultShareGroupConfig()
 	if c.ShareSessionTimeout == 0 {
 		c.ShareSessionTimeout = def.SessionTimeout
 	}
@@ -169,8 +169,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.ShareSessionTimeout != 0 || c.ShareHeartbeatInterval != 0 || c.ShareMaxGroupSize != 0 {
-		sc := share.GroupConfig{SessionTimeout: c.ShareSessionTimeout, HeartbeatInterval: c.ShareHeartbeatInterval, MaxSize: c.ShareMaxGroupSize}
-		def := share.DefaultGroupConfig()
+		sc := shareGroupConfig{SessionTimeout: c.ShareSessionTimeout, HeartbeatInterval: c.ShareHeartbeatInterval, MaxSize: c.ShareMaxGroupSize}
+		def := defaultShareGroupConfig()
 		if sc.SessionTimeout == 0 {
 			sc.SessionTimeout = def.SessionTimeout
 		}

@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"slices"
 	"time"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // memberState is a consumer group member's reconciliation state, with
@@ -427,7 +425,7 @@ func (g *group) isConsumer() bool { return g.cg != nil }
 // typeName is the group type ListGroups reports.
 func (g *group) typeName() string {
 	if g.isShare() {
-		return share.GroupTypeShare
+		return shareGroupType
 	}
 	if g.isConsumer() {
 		return "consumer"

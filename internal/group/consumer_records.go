@@ -23,8 +23,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
-
-	"github.com/berthmq/berth/internal/groupcodec"
 )
 
 // Record types (Kafka's coordinator record "api keys") of consumer groups.
@@ -73,16 +71,6 @@ type currentValue struct {
 
 func appendValueHeader(b []byte) []byte { return kbin.AppendInt16(b, 0) }
 
-func appendTags(b []byte) []byte { return groupcodec.AppendTags(b) }
-
-func appendCompactStrings(b []byte, ss []string) []byte {
-	return groupcodec.AppendCompactStrings(b, ss)
-}
-
-func appendTopicPartitions(b []byte, a assignment) []byte {
-	return groupcodec.AppendTopicPartitions(b, a)
-}
-
 func epochValue(epoch int32) []byte {
 	b := appendValueHeader(nil)
 	b = kbin.AppendInt32(b, epoch)
@@ -119,10 +107,10 @@ func (v *currentValue) appendTo(b []byte) []byte {
 }
 
 // valueReader reads a flexible version-0 value.
-type valueReader struct{ groupcodec.Reader }
+type valueReader struct{ flexReader }
 
 func newValueReader(b []byte) (*valueReader, error) {
-	r := &valueReader{groupcodec.Reader{Reader: kbin.Reader{Src: b}}}
+	r := &valueReader{flexReader{Reader: kbin.Reader{Src: b}}}
 	if v := r.Int16(); !r.Ok() || v != 0 {
 		return nil, fmt.Errorf("%w: consumer group value version %d", ErrCorruptRecord, v)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // Store persists records in partition p of __consumer_offsets. done is
@@ -73,7 +73,7 @@ type Coordinator struct {
 type offsetsPartition struct {
 	loading bool
 	loaded  map[string]*loadingGroup // records replayed so far, while loading
-	shares  *share.GroupLoader       // share group records replayed so far, while loading
+	shares  *shareLoader             // share group records replayed so far, while loading
 	// txnOffsets are the pending transactional offsets (txn_offsets.go),
 	// replayed while loading and kept after.
 	txnOffsets map[txnOffsetKey]offset
@@ -258,7 +258,7 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	if c.closed {
 		return nil, kerr.CoordinatorNotAvailable.Code
 	}
-	p := PartitionFor(id, c.cfg.OffsetsTopicPartitions)
+	p := metadata.PartitionForKey(id, c.cfg.OffsetsTopicPartitions)
 	ps, ok := c.parts[p]
 	switch {
 	case !ok:
@@ -278,31 +278,17 @@ func (c *Coordinator) acquire(id string, create bool) (*group, int16) {
 	return g, 0
 }
 
-// Leadership is what the metadata says of an internal topic's partition
-// a coordinator does not own.
-type Leadership int8
-
-const (
-	// LeaderOther: another node leads the partition.
-	LeaderOther Leadership = iota
-	// LeaderSelf: this node leads the partition; the coordinator has not
-	// been told to load it yet.
-	LeaderSelf
-	// LeaderNone: the topic does not exist or the partition has no leader.
-	LeaderNone
-)
-
 // NotOwnedError is the error of a request for a partition a coordinator
 // neither owns nor loads, given what the metadata says of it: Kafka's
 // COORDINATOR_LOAD_IN_PROGRESS while the partition's leader has yet to
 // load it, COORDINATOR_NOT_AVAILABLE while it has no leader (or the topic
 // is still being created), NOT_COORDINATOR when another node leads it.
 // The group, share and transaction coordinators all answer this way.
-func NotOwnedError(l Leadership) *kerr.Error {
+func NotOwnedError(l metadata.Leadership) *kerr.Error {
 	switch l {
-	case LeaderSelf:
+	case metadata.LeaderSelf:
 		return kerr.CoordinatorLoadInProgress
-	case LeaderNone:
+	case metadata.LeaderNone:
 		return kerr.CoordinatorNotAvailable
 	}
 	return kerr.NotCoordinator
@@ -376,7 +362,7 @@ func (c *Coordinator) failWaiters(g *group, code int16, f *fx) {
 func (c *Coordinator) Owns(groupID string) (ok bool, loading bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ps, ok := c.parts[PartitionFor(groupID, c.cfg.OffsetsTopicPartitions)]
+	ps, ok := c.parts[metadata.PartitionForKey(groupID, c.cfg.OffsetsTopicPartitions)]
 	if !ok {
 		return false, false
 	}

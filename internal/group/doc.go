@@ -3,10 +3,11 @@
 // consumer groups, whose partitions the coordinator assigns
 // (ConsumerGroupHeartbeat/ConsumerGroupDescribe), for KIP-932 share
 // groups' membership (ShareGroupHeartbeat/ShareGroupDescribe; the state
-// machine is internal/share's ShareGroup), and for committed offsets
+// machine is shareMembership, share_membership.go), and for committed offsets
 // (OffsetCommit/OffsetFetch/OffsetDelete), with DeleteGroups,
 // DescribeGroups and ListGroups. Groups live on the
-// partition of __consumer_offsets their id hashes to (PartitionFor); the
+// partition of __consumer_offsets their id hashes to
+// (metadata.PartitionForKey); the
 // coordinator serves the groups of the partitions it was told to load and
 // persists through a Store, in Kafka's record format, so Kafka tools can
 // read the topic and a node taking over a partition rebuilds its groups by
@@ -31,7 +32,7 @@
 //	admin.go        DeleteGroups, DescribeGroups, ListGroups; Committed and Groups snapshots
 //	load.go         partition ownership: BeginLoad, LoadRecord, FinishLoad, Unload
 //	records.go      __consumer_offsets keys and values (kmsg)
-//	partition.go    PartitionFor (Java's String.hashCode, Kafka's Utils.abs)
+//	uuid.go         newUUID (member ids)
 //	errors.go       Store errors to Kafka codes
 //
 //	consumer.go           KIP-848 group state: epochs, partition ownership, reconciliation
@@ -40,6 +41,15 @@
 //	consumer_describe.go  ConsumerGroupDescribe; DescribeGroups' view of a consumer group
 //	consumer_records.go   the consumer group records (key versions 3-8), after Kafka's schemas
 //	assignor.go           the uniform and range server-side assignors
+//
+//	share.go              KIP-932 share groups in the coordinator: heartbeat, describe, expiry, deletion, loading
+//	share_membership.go   a share group's membership state machine (pure): members, epochs, target assignment
+//	share_heartbeat.go    ShareGroupHeartbeat on it: validation, join, heartbeat, leave
+//	share_describe.go     ShareGroupDescribe on it
+//	share_records.go      the share group records (key versions 9-15), after Kafka's schemas
+//	share_replay.go       shareLoader: rebuilding share groups from their records
+//	share_assignor.go     the simple share group assignor (several members per partition)
+//	codec.go              tag buffers, string arrays, []TopicPartitions: the flexible values consumer and share group records both use
 //
 // # Locks
 //
@@ -143,14 +153,14 @@
 //
 //   - A group id names one group of one type: a share group is a group
 //     with group.sh set (never cg, never classic members). Its records
-//     (key versions 9-15) are the share package's, converted to Records
-//     and written like a consumer group's: answers wait for durability, a
+//     (key versions 9-15, share_records.go) are written like a consumer
+//     group's: answers wait for durability, a
 //     failed write sets dirty and the next change rewrites Snapshot. How
 //     other types' APIs answer on a share group (Kafka's answers) is in
 //     share.go's header.
 //   - group.state is Empty or Stable (Dead while deleted), as for
 //     consumer groups; ListGroups reports type and protocol type "share".
-//   - Sessions expire from Tick (ShareGroup.NextExpiry/Expire); members
+//   - Sessions expire from Tick (shareMembership.NextExpiry/Expire); members
 //     removed by a leave or an expiry go to Config.OnShareMembersRemoved
 //     once locks are released, so the share partitions can release their
 //     records. Offset expiry never deletes a share group (it has no
@@ -162,7 +172,7 @@
 //     Empty again. State before records: a crash in between leaves an
 //     empty group without state, never state a recreated group would
 //     resume from.
-//   - Loading hands share group keys to one share.GroupLoader per
+//   - Loading hands share group keys to one shareLoader per
 //     partition; FinishLoad builds the groups. A share group's records
 //     beside a classic or consumer group's of the same id (not written by
 //     one coordinator) are ignored, with a warning.

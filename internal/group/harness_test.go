@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // fakeStore keeps durable records per partition. Inline it completes
@@ -132,7 +132,7 @@ func (h *harness) newCoordinator() *Coordinator {
 	cfg.NewMemberID = func(client string) string { h.idSeq++; return fmt.Sprintf("%s-%d", client, h.idSeq) }
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.ShareNewMemberID = func() string { h.idSeq++; return fmt.Sprintf("share-%d", h.idSeq) }
-	cfg.OnShareMembersRemoved = func(g string, removed []share.GroupRemoval) {
+	cfg.OnShareMembersRemoved = func(g string, removed []ShareRemoval) {
 		for _, r := range removed {
 			h.printf("removed %s: %s (%s) had=%s", g, r.MemberID, r.Reason, shareTPs(r.Assigned))
 		}
@@ -454,7 +454,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "load":
 		p := int32(h.int(d, "p", -1))
 		if d.HasArg("group") {
-			p = PartitionFor(h.arg(d, "group", ""), h.c.cfg.OffsetsTopicPartitions)
+			p = metadata.PartitionForKey(h.arg(d, "group", ""), h.c.cfg.OffsetsTopicPartitions)
 		}
 		switch {
 		case d.HasArg("begin"):
@@ -475,7 +475,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "owns":
 		g := h.arg(d, "group", "g")
 		ok, loading := h.c.Owns(g)
-		h.printf("owns %s (partition %d): ok=%v loading=%v", g, PartitionFor(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
+		h.printf("owns %s (partition %d): ok=%v loading=%v", g, metadata.PartitionForKey(g, h.c.cfg.OffsetsTopicPartitions), ok, loading)
 	default:
 		if !h.runConsumer(d) && !h.runShare(d) {
 			d.Fatalf(t, "unknown command %s", d.Cmd)
@@ -820,7 +820,7 @@ func (h *harness) printRecords() {
 	defer h.store.mu.Unlock()
 	for _, p := range slices.Sorted(maps.Keys(h.store.log)) {
 		for _, r := range h.store.log[p] {
-			if share.IsGroupRecordKey(r.Key) {
+			if isShareRecordKey(r.Key) {
 				h.printfLocked("p%d: %s", p, shareRecord(r))
 				continue
 			}
@@ -874,8 +874,11 @@ func (h *harness) printfLocked(format string, args ...any) {
 	fmt.Fprintf(&h.out, format+"\n", args...)
 }
 
-// TestDataDriven runs the scripts in testdata/ (not its subdirectories,
-// which hold fuzz corpora). Regenerate the expected output with -rewrite.
+// TestDataDriven runs the scripts in testdata/ (not its subdirectories:
+// testdata/sharegroup holds the scripts of the share group membership
+// state machine, run by TestShareMembershipDataDriven and
+// TestShareAssignDataDriven). Regenerate the expected output with
+// -rewrite.
 func TestDataDriven(t *testing.T) {
 	paths, err := filepath.Glob("testdata/*")
 	if err != nil {

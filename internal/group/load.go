@@ -8,7 +8,7 @@ package group
 // delete), and FinishLoad turns the buffer into groups: classic groups
 // from their GroupMetadata record, consumer groups from their KIP-848
 // records, share groups from theirs (key versions 9-15, replayed by a
-// share.GroupLoader).
+// shareLoader).
 
 import (
 	"bytes"
@@ -19,8 +19,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // loadingGroup is what the records replayed so far say about one group.
@@ -56,7 +54,7 @@ func (c *Coordinator) BeginLoad(p int32) {
 	var f fx
 	c.mu.Lock()
 	c.dropPartition(p, &f)
-	c.parts[p] = &offsetsPartition{loading: true, loaded: make(map[string]*loadingGroup), shares: share.NewGroupLoader()}
+	c.parts[p] = &offsetsPartition{loading: true, loaded: make(map[string]*loadingGroup), shares: newShareLoader()}
 	c.mu.Unlock()
 	f.run()
 }
@@ -65,7 +63,7 @@ func (c *Coordinator) BeginLoad(p int32) {
 // a partition not loading are ignored; records that do not decode are
 // logged and skipped.
 func (c *Coordinator) LoadRecord(p int32, r Record) {
-	if share.IsGroupRecordKey(r.Key) {
+	if isShareRecordKey(r.Key) {
 		c.loadShareRecord(p, r)
 		return
 	}
@@ -342,7 +340,7 @@ func (c *Coordinator) loadShareRecord(p int32, r Record) {
 		c.log.Warn("record for a partition not loading", "partition", p)
 		return
 	}
-	if err := ps.shares.Add(share.GroupRecord{Key: r.Key, Value: r.Value}); err != nil {
+	if err := ps.shares.Add(r); err != nil {
 		c.log.Warn("skipping __consumer_offsets record", "partition", p, "err", err)
 	}
 }

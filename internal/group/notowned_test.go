@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // A request for a group whose __consumer_offsets partition the coordinator
@@ -19,20 +21,20 @@ import (
 // broker backed off for 5 s.
 func TestNotOwnedPartitionAnswersByLeadership(t *testing.T) {
 	for _, tc := range []struct {
-		lead Leadership
+		lead metadata.Leadership
 		want *kerr.Error
 	}{
-		{LeaderSelf, kerr.CoordinatorLoadInProgress},
-		{LeaderNone, kerr.CoordinatorNotAvailable},
-		{LeaderOther, kerr.NotCoordinator},
+		{metadata.LeaderSelf, kerr.CoordinatorLoadInProgress},
+		{metadata.LeaderNone, kerr.CoordinatorNotAvailable},
+		{metadata.LeaderOther, kerr.NotCoordinator},
 	} {
 		t.Run(tc.want.Message, func(t *testing.T) {
 			var asked []int32
-			c := New(Config{Logger: quietLogger(), Leader: func(p int32) Leadership {
+			c := New(Config{Logger: quietLogger(), Leader: func(p int32) metadata.Leadership {
 				asked = append(asked, p)
 				return tc.lead
 			}}, newFakeStore(), fakeTopics{"t": 4})
-			p := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+			p := metadata.PartitionForKey("g", c.cfg.OffsetsTopicPartitions)
 
 			join := call(t, func(r func(*kmsg.JoinGroupResponse)) { c.JoinGroup(joinReq("g", "", 10*time.Second), "c", "h", r) })
 			if got := kerr.ErrorForCode(join.ErrorCode); got != tc.want {

@@ -2,7 +2,7 @@ package group
 
 // Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe,
 // session expiry, deletion and loading. The membership state machine is
-// share.ShareGroup (pure, no I/O); the coordinator keeps one per share
+// shareMembership (pure, no I/O); the coordinator keeps one per share
 // group in its group map, beside classic and consumer groups (a group id
 // names one group of one type), serializes the calls under the group's
 // mu, writes the records each call returns to the group's
@@ -26,8 +26,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // shareProtocolType is the protocol type ListGroups reports for share
@@ -38,7 +36,7 @@ const shareProtocolType = "share"
 // machine and the write bookkeeping of persistShare. Guarded by the
 // group's mu.
 type shareGroup struct {
-	sg *share.ShareGroup
+	sg *shareMembership
 	// Writes, as consumerGroup's: heartbeats are answered once their
 	// records are durable; one without records waits for those in
 	// flight (waiters). A failed write leaves memory ahead of the log:
@@ -52,8 +50,8 @@ type shareGroup struct {
 func (g *group) isShare() bool { return g.sh != nil }
 
 // shareConfig is the membership config of share groups.
-func (c *Coordinator) shareConfig() share.GroupConfig {
-	return share.GroupConfig{
+func (c *Coordinator) shareConfig() shareGroupConfig {
+	return shareGroupConfig{
 		SessionTimeout:    c.cfg.ShareSessionTimeout,
 		HeartbeatInterval: c.cfg.ShareHeartbeatInterval,
 		MaxSize:           c.cfg.ShareMaxGroupSize,
@@ -66,29 +64,20 @@ func (c *Coordinator) shareConfig() share.GroupConfig {
 // called with the group's lock held, as the resolver allows.
 type groupTopics struct{ c *Coordinator }
 
-func (t groupTopics) GroupTopic(name string) (share.GroupTopic, bool) {
+func (t groupTopics) GroupTopic(name string) (shareTopic, bool) {
 	if t.c.topics == nil {
-		return share.GroupTopic{}, false
+		return shareTopic{}, false
 	}
 	id, ok := t.c.topics.TopicID(name)
 	if !ok {
-		return share.GroupTopic{}, false
+		return shareTopic{}, false
 	}
 	for _, ti := range t.c.topics.Topics() {
 		if ti.Name == name && ti.ID == id {
-			return share.GroupTopic{Name: name, ID: id, Partitions: ti.Partitions}, true
+			return shareTopic{Name: name, ID: id, Partitions: ti.Partitions}, true
 		}
 	}
-	return share.GroupTopic{}, false
-}
-
-// shareRecords converts the share package's records to the Store's.
-func shareRecords(recs []share.GroupRecord) []Record {
-	out := make([]Record, len(recs))
-	for i, r := range recs {
-		out[i] = Record{Key: r.Key, Value: r.Value}
-	}
-	return out
+	return shareTopic{}, false
 }
 
 // ShareGroupHeartbeat serves a ShareGroupHeartbeat request (versions
@@ -96,8 +85,8 @@ func shareRecords(recs []share.GroupRecord) []Record {
 // wrote (if any, or those in flight for the group) are durable; possibly
 // from another goroutine.
 func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, respond func(*kmsg.ShareGroupHeartbeatResponse)) {
-	fail := func(code int16, msg string) { respond(share.GroupErrorResponse(req, code, msg)) }
-	if code, msg := share.ValidateGroupHeartbeat(req); code != 0 {
+	fail := func(code int16, msg string) { respond(shareHeartbeatError(req, code, msg)) }
+	if code, msg := checkShareHeartbeat(req); code != 0 {
 		fail(code, msg)
 		return
 	}
@@ -121,12 +110,12 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		return
 	case !g.isShare():
 		// A group made by this join (acquire): it becomes a share group.
-		g.sh = &shareGroup{sg: share.NewShareGroup(g.id, c.shareConfig(), groupTopics{c})}
+		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(), groupTopics{c})}
 		g.protocolType = shareProtocolType
 	}
 	now := c.cfg.Now()
 	epoch := g.sh.sg.Epoch()
-	resp, ch := g.sh.sg.Heartbeat(req, share.GroupClient{ID: clientID, Host: clientHost}, now)
+	resp, ch := g.sh.sg.Heartbeat(req, shareClient{ID: clientID, Host: clientHost}, now)
 	if resp.ErrorCode != 0 {
 		f.add(func() { respond(resp) })
 		return
@@ -157,7 +146,7 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 // and the
 // removed members, reported (after locks are released) to
 // Config.OnShareMembersRemoved.
-func (c *Coordinator) shareChanged(g *group, ch share.GroupChange, epoch int32, now time.Time, f *fx) {
+func (c *Coordinator) shareChanged(g *group, ch shareChange, epoch int32, now time.Time, f *fx) {
 	g.rebalances += int64(g.sh.sg.Epoch() - epoch)
 	want := stateStable
 	if g.sh.sg.Len() == 0 {
@@ -178,7 +167,7 @@ func (c *Coordinator) shareChanged(g *group, ch share.GroupChange, epoch int32, 
 // persistShare queues recs (the whole group instead when an earlier
 // write failed) and calls done, with no lock held, once they are durable
 // or failed. g is a locked share group.
-func (c *Coordinator) persistShare(g *group, recs []share.GroupRecord, done func(error)) {
+func (c *Coordinator) persistShare(g *group, recs []Record, done func(error)) {
 	sh := g.sh
 	if sh.dirty {
 		recs = sh.sg.Snapshot()
@@ -186,7 +175,7 @@ func (c *Coordinator) persistShare(g *group, recs []share.GroupRecord, done func
 	}
 	sh.inflight++
 	g.persisted = true
-	c.write(g.partition, shareRecords(recs), func(err error) {
+	c.write(g.partition, recs, func(err error) {
 		g.mu.Lock()
 		sh.inflight--
 		if err != nil {
@@ -233,9 +222,9 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 			rg = kmsg.NewShareGroupDescribeResponseGroup()
 			rg.GroupID, rg.ErrorCode = id, code
 		case g == nil:
-			rg = share.GroupDescribeNotFound(id, false)
+			rg = shareDescribeNotFound(id, false)
 		case !g.isShare():
-			rg = share.GroupDescribeNotFound(id, true)
+			rg = shareDescribeNotFound(id, true)
 			g.mu.Unlock()
 		default:
 			rg = g.sh.sg.Describe()
@@ -247,7 +236,7 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 }
 
 // loadShareGroup makes g the share group sg (loaded from its records).
-func loadShareGroup(g *group, sg *share.ShareGroup) {
+func loadShareGroup(g *group, sg *shareMembership) {
 	g.sh = &shareGroup{sg: sg}
 	g.persisted = true
 	g.protocolType = shareProtocolType
@@ -267,7 +256,7 @@ func (c *Coordinator) deleteShare(g *group) ([]Record, int16) {
 	g.state = stateDead
 	g.deleting = true
 	c.log.Info("deleting share group", "group", g.id)
-	return shareRecords(recs), 0
+	return recs, 0
 }
 
 // blank reports whether g holds nothing at all: a group just made by
@@ -339,7 +328,7 @@ func (c *Coordinator) CreateShareGroup(groupID string, respond func(members int,
 		return
 	case !g.isShare():
 		// A group made by this call (acquire): it becomes a share group.
-		g.sh = &shareGroup{sg: share.NewShareGroup(g.id, c.shareConfig(), groupTopics{c})}
+		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(), groupTopics{c})}
 		g.protocolType = shareProtocolType
 	}
 	sh, n := g.sh, g.sh.sg.Len()

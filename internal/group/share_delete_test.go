@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // DeleteGroups of a share group deletes the group's share-partition state
@@ -32,7 +32,7 @@ func TestDeleteShareGroupDeletesStateFirst(t *testing.T) {
 			pending = done
 		}}, store, fakeTopics{"t": 3})
 		ownAll(c)
-		p := PartitionFor("sg", c.cfg.OffsetsTopicPartitions)
+		p := metadata.PartitionForKey("sg", c.cfg.OffsetsTopicPartitions)
 
 		// A member joins and leaves: an empty share group with records.
 		hb := func(epoch int32) *kmsg.ShareGroupHeartbeatResponse {
@@ -86,7 +86,7 @@ func TestDeleteShareGroupDeletesStateFirst(t *testing.T) {
 			t.Fatalf("deletion: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
 		default:
 			last := store.log[p][len(store.log[p])-1]
-			if !share.IsGroupRecordKey(last.Key) || last.Value != nil {
+			if !isShareRecordKey(last.Key) || last.Value != nil {
 				t.Fatalf("the last record is not a share group tombstone: %+v", last)
 			}
 			if gs := c.Groups(); len(gs) != 0 {

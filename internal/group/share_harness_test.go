@@ -7,8 +7,6 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // Datadriven commands for share groups (KIP-932):
@@ -116,7 +114,7 @@ func (h *harness) shareHeartbeat(d *datadriven.TestData) {
 			out += " id=" + *resp.MemberID
 		}
 		if resp.Assignment != nil {
-			a := make(share.GroupAssignment)
+			a := make(shareAssignment)
 			for _, t := range resp.Assignment.TopicPartitions {
 				a[t.TopicID] = t.Partitions
 			}
@@ -127,7 +125,7 @@ func (h *harness) shareHeartbeat(d *datadriven.TestData) {
 }
 
 // shareTPs prints an assignment with fakeTopics' names.
-func shareTPs(a share.GroupAssignment) string {
+func shareTPs(a shareAssignment) string {
 	var tps []string
 	for _, id := range a.TopicIDs() {
 		for _, p := range a[id] {
@@ -152,7 +150,7 @@ func (h *harness) printShareState(g *group) {
 func shareRecord(r Record) string {
 	names := map[int16]string{10: "member", 11: "metadata", 12: "target-epoch", 13: "target", 14: "current"}
 	typ := int16(r.Key[0])<<8 | int16(r.Key[1])
-	gid, err := share.GroupRecordGroupID(r.Key)
+	gid, err := shareRecordGroupID(r.Key)
 	if err != nil {
 		return err.Error()
 	}

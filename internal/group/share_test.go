@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
-
-	"github.com/berthmq/berth/internal/share"
 )
 
 // Share group members join, heartbeat and leave concurrently with the
@@ -28,7 +26,7 @@ func TestConcurrentShareMembers(t *testing.T) {
 		ShareSessionTimeout:    time.Second,
 		ShareHeartbeatInterval: 50 * time.Millisecond,
 		Logger:                 quietLogger(),
-		OnShareMembersRemoved: func(g string, rs []share.GroupRemoval) {
+		OnShareMembersRemoved: func(g string, rs []ShareRemoval) {
 			if g != "sg" {
 				t.Errorf("removal reported for group %s", g)
 			}

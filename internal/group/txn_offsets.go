@@ -29,6 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // txnOffsetKeyVersion is the key version of Berth's pending transactional
@@ -298,7 +300,7 @@ func (c *Coordinator) applyTxnOffsets(id string, keys []txnOffsetKey, pending ma
 func (c *Coordinator) markUnstable(group string, got []fetchTopic) {
 	c.mu.Lock()
 	pending := map[topicPartition]bool{}
-	if ps := c.parts[PartitionFor(group, c.cfg.OffsetsTopicPartitions)]; ps != nil {
+	if ps := c.parts[metadata.PartitionForKey(group, c.cfg.OffsetsTopicPartitions)]; ps != nil {
 		for k := range ps.txnOffsets {
 			if k.group == group {
 				pending[k.tp] = true

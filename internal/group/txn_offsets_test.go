@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 func txnCommit(t *testing.T, c *Coordinator, groupID string, pid int64, off int64) int16 {
@@ -38,7 +40,7 @@ func txnFetched(t *testing.T, c *Coordinator, groupID string) int64 {
 func txnComplete(t *testing.T, c *Coordinator, groupID string, pid int64, commit bool) {
 	t.Helper()
 	var err error = kerr.UnknownServerError
-	c.CompleteTxnOffsets(PartitionFor(groupID, c.cfg.OffsetsTopicPartitions), pid, commit, func(e error) { err = e })
+	c.CompleteTxnOffsets(metadata.PartitionForKey(groupID, c.cfg.OffsetsTopicPartitions), pid, commit, func(e error) { err = e })
 	if err != nil {
 		t.Fatalf("CompleteTxnOffsets: %v", err)
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharestate"
@@ -91,7 +90,7 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 	if err != nil {
 		return metadata.Broker{}, err
 	}
-	p := t.Partition(group.PartitionFor(key, int32(len(t.Partitions))))
+	p := t.Partition(metadata.PartitionForKey(key, int32(len(t.Partitions))))
 	if p == nil || p.Leader == metadata.NoLeader {
 		return metadata.Broker{}, kerr.CoordinatorNotAvailable
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/txn"
 )
@@ -35,7 +35,7 @@ func (b *Broker) txnOffsetCommit(ctx context.Context, req *server.Request) (serv
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
 	add := r.Version >= 5 // v5+ is Transactions V2
 	if owns, loading := b.Groups.Owns(r.Group); owns && !loading && r.TransactionalID != "" && (add || b.verifyEnabled()) {
-		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: group.PartitionFor(r.Group, b.offsetsPartitions())}
+		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: metadata.PartitionForKey(r.Group, b.offsetsPartitions())}
 		if err := b.txnEnsure(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]; err != nil {
 			b.log.Debug("transactional offset commit refused by its coordinator", "transactional_id", r.TransactionalID,
 				"group", r.Group, "err", err)

@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
@@ -110,7 +110,7 @@ func (b *Broker) annotateShareRecords(_ context.Context, req *server.Request) (s
 				if _, _, err := b.sharePartition(im, t.TopicID, p.Partition); err != nil {
 					return err
 				}
-				k := sharepart.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+				k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 				return b.Shares.Annotate(k, r.MemberID, p.FirstOffset, p.LastOffset, p.ErrorText)
 			}()
 			rp.ErrorCode, rp.ErrorMessage = code(err), errMsg(err)

@@ -1,8 +1,8 @@
 package handler
 
 // ShareGroupHeartbeat (key 76), versions 0-1: share group membership
-// (KIP-932). The group coordinator (internal/group) serves it on
-// internal/share's ShareGroup state machine; a heartbeat is answered once
+// (KIP-932). The group coordinator (internal/group) serves it on its
+// share group membership state machine; a heartbeat is answered once
 // the group records it wrote are durable. v0 (Kafka 4.0's early access)
 // members may leave their member id to the coordinator on their join; v1
 // members bring their own. Every member subscribed to a topic is

@@ -107,7 +107,7 @@ func (b *Broker) ackShare(im *metadata.Image, group, member string, topicID [16]
 	if _, _, err := b.sharePartition(im, topicID, part); err != nil {
 		return err
 	}
-	return b.Shares.Acknowledge(sharepart.Key{Group: group, TopicID: topicID, Partition: part}, member, acks)
+	return b.Shares.Acknowledge(share.Key{Group: group, TopicID: topicID, Partition: part}, member, acks)
 }
 
 func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Reply, error) {
@@ -297,7 +297,7 @@ func (b *Broker) readShare(im *metadata.Image, r *kmsg.ShareFetchRequest, group,
 		if budget <= 0 || records <= 0 {
 			continue
 		}
-		f, err := b.Shares.Acquire(sharepart.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}, t.Name, member, p, int32(min(budget, 1<<31-1)), records, alloc)
+		f, err := b.Shares.Acquire(share.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}, t.Name, member, p, int32(min(budget, 1<<31-1)), records, alloc)
 		if err != nil {
 			sp.ErrorCode, sp.ErrorMessage = code(err), errMsg(err)
 			errs = true

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharestate"
+	"github.com/berthmq/berth/internal/share"
 )
 
 func init() { register(83, 0, 0, (*Broker).initializeShareGroupState) }
@@ -29,7 +29,7 @@ func (b *Broker) initializeShareGroupState(_ context.Context, req *server.Reques
 		for _, p := range t.Partitions {
 			rp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			k := sharestate.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 			switch {
 			case b.ShareStates == nil:
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharestate"
 )
 
@@ -29,7 +30,7 @@ func (b *Broker) readShareGroupState(_ context.Context, req *server.Request) (se
 		for _, p := range t.Partitions {
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			k := sharestate.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 			if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if s, ok, err := b.ShareStates.Read(k, p.LeaderEpoch); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
+	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharestate"
 )
 
@@ -30,7 +31,7 @@ func (b *Broker) writeShareGroupState(_ context.Context, req *server.Request) (s
 		for _, p := range t.Partitions {
 			rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			k := sharestate.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 			if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if err := b.ShareStates.Write(k, sharestate.WriteRequestUpdate(p)); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharestate"
+	"github.com/berthmq/berth/internal/share"
 )
 
 func init() { register(86, 0, 0, (*Broker).deleteShareGroupState) }
@@ -29,7 +29,7 @@ func (b *Broker) deleteShareGroupState(_ context.Context, req *server.Request) (
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			k := sharestate.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 			if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if err := b.ShareStates.Delete(k); err != nil {

@@ -44,7 +44,6 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/share"
-	"github.com/berthmq/berth/internal/sharepart"
 	"github.com/berthmq/berth/internal/sharestate"
 )
 
@@ -141,8 +140,8 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 	im := b.image()
 	topics := rg.Topics
 	var (
-		known    map[sharepart.Key]share.PartitionStats // read already (null Topics)
-		knownErr map[sharepart.Key]error
+		known    map[share.Key]share.PartitionStats // read already (null Topics)
+		knownErr map[share.Key]error
 	)
 	if topics == nil {
 		topics, known, knownErr = b.shareTopicsWithState(ctx, im, rg.GroupID)
@@ -162,7 +161,7 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 				p, perr := b.partition(mt, part)
 				if err = perr; err == nil {
 					sp.LeaderEpoch = p.LeaderEpoch()
-					k := sharepart.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}
+					k := share.Key{Group: rg.GroupID, TopicID: mt.ID, Partition: part}
 					st, ok := known[k]
 					if perr, failed := knownErr[k]; failed {
 						err = perr
@@ -192,9 +191,9 @@ func (b *Broker) describeShareOffsets(ctx context.Context, rg kmsg.DescribeShare
 // coordinators hold, read in one batch per coordinator. Without
 // __share_group_state nothing has state but what is loaded.
 func (b *Broker) shareTopicsWithState(ctx context.Context, im *metadata.Image, group string) (
-	[]kmsg.DescribeShareGroupOffsetsRequestGroupTopic, map[sharepart.Key]share.PartitionStats, map[sharepart.Key]error) {
+	[]kmsg.DescribeShareGroupOffsetsRequestGroupTopic, map[share.Key]share.PartitionStats, map[share.Key]error) {
 	held := map[string][]int32{}
-	seen := map[sharepart.Key]bool{}
+	seen := map[share.Key]bool{}
 	for _, s := range b.Shares.AllStats() {
 		if s.Key.Group == group {
 			held[s.Topic] = append(held[s.Topic], s.Key.Partition)
@@ -202,11 +201,11 @@ func (b *Broker) shareTopicsWithState(ctx context.Context, im *metadata.Image, g
 		}
 	}
 	var (
-		stats map[sharepart.Key]share.PartitionStats
-		errs  map[sharepart.Key]error
+		stats map[share.Key]share.PartitionStats
+		errs  map[share.Key]error
 	)
 	if im.Topic(sharestate.Topic) != nil {
-		var keys []sharepart.Key
+		var keys []share.Key
 		names := map[[16]byte]string{}
 		for _, name := range im.TopicNames() {
 			t := im.Topic(name)
@@ -215,7 +214,7 @@ func (b *Broker) shareTopicsWithState(ctx context.Context, im *metadata.Image, g
 			}
 			names[t.ID] = name
 			for _, p := range t.Partitions {
-				if k := (sharepart.Key{Group: group, TopicID: t.ID, Partition: p.Index}); p.Leader == b.NodeID && !seen[k] {
+				if k := (share.Key{Group: group, TopicID: t.ID, Partition: p.Index}); p.Leader == b.NodeID && !seen[k] {
 					keys = append(keys, k)
 				}
 			}

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/share"
 )
 
 func init() { register(91, 0, 0, (*Broker).alterShareGroupOffsets) }
@@ -53,7 +53,7 @@ func (b *Broker) alterShareGroupOffsets(ctx context.Context, req *server.Request
 			case p.StartOffset < 0:
 				err = fmt.Errorf("%w: start offset %d is negative; give an offset (ListOffsets gives the earliest and latest)", kerr.InvalidRequest, p.StartOffset)
 			default:
-				err = b.Shares.ResetState(ctx, sharepart.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Partition}, p.StartOffset)
+				err = b.Shares.ResetState(ctx, share.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Partition}, p.StartOffset)
 			}
 			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = code(err), errMsg(err)

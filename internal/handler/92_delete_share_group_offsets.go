@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/share"
 )
 
 func init() { register(92, 0, 0, (*Broker).deleteShareGroupOffsets) }
@@ -40,7 +40,7 @@ func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Reques
 		} else {
 			rt.TopicID = mt.ID
 			for _, p := range mt.Partitions { // every partition, even after one fails
-				if perr := b.Shares.DeleteState(ctx, sharepart.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Index}); perr != nil && err == nil {
+				if perr := b.Shares.DeleteState(ctx, share.Key{Group: r.GroupID, TopicID: mt.ID, Partition: p.Index}); perr != nil && err == nil {
 					err = perr
 				}
 			}

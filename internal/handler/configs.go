@@ -181,7 +181,7 @@ func checkGroupResource(name string) error {
 // checkGroupConfigs validates a group's configs as they would be after a
 // change (INVALID_CONFIG with what to do otherwise).
 func (b *Broker) checkGroupConfigs(im *metadata.Image, merged map[string]string) error {
-	if err := b.Broker.CheckGroupConfigs(merged, im.BrokerConfigs); err != nil {
+	if err := sharepart.CheckGroupConfigs(b.Broker, merged, im.BrokerConfigs); err != nil {
 		return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 	}
 	if v := merged[share.ConfigAutoOffsetReset]; strings.HasPrefix(v, "by_duration:") {

@@ -1,9 +1,11 @@
-// Package share is Berth's share groups (KIP-932, queues for Kafka): the
-// group membership and assignment (group*.go, assign.go) and the
-// share-partition state machine (partition.go, state.go), which decides
-// which records a member may acquire, under which lock, how acknowledgements
-// change them, when they are delivered again and when they are parked in
-// the group's dead-letter topic (KIP-1191).
+// Package share is the share-partition state machine of Berth's share
+// groups (KIP-932, queues for Kafka; partition.go, state.go), which
+// decides which records a member may acquire, under which lock, how
+// acknowledgements change them, when they are delivered again and when
+// they are parked in the group's dead-letter topic (KIP-1191). A share
+// group's membership and assignment are the group coordinator's
+// (internal/group, share*.go); the share-partitions a broker leads run
+// in internal/sharepart, their state persists through internal/sharestate.
 //
 // # The share-partition state machine
 //

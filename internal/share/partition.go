@@ -154,6 +154,14 @@ type run struct {
 	recState
 }
 
+// Key names a share-partition: a share group's view of one partition of
+// a topic (by topic id).
+type Key struct {
+	Group     string
+	TopicID   [16]byte
+	Partition int32
+}
+
 // SharePartition is the state of one share-partition (group, topic,
 // partition): the in-flight window [start, end) of records as runs.
 // It does no I/O, reads no clock and draws jitter only from the source it

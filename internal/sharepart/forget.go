@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/berthmq/berth/internal/share"
 )
 
 // groupDeleteTimeout bounds the deletion of a share group's state at the
@@ -27,7 +29,7 @@ const groupDeleteTimeout = 5 * time.Second
 // group's tombstones: a crash in between leaves an empty group with no
 // state, never state without a group, which a group created again under
 // the same id would resume from.
-func (r *Registry) DeleteGroup(group string, keys []Key, elsewhere func(ctx context.Context), done func(error)) {
+func (r *Registry) DeleteGroup(group string, keys []share.Key, elsewhere func(ctx context.Context), done func(error)) {
 	a, ok := r.cfg.Store.(StateAdmin)
 	if r.cfg.Store != nil && !ok {
 		done(ErrNoStateAdmin)
@@ -60,21 +62,21 @@ func (r *Registry) DeleteGroup(group string, keys []Key, elsewhere func(ctx cont
 // the registry.
 func (r *Registry) ForgetGroup(group string) {
 	r.Sessions.DropGroup(group)
-	r.forget(func(k Key) bool { return k.Group == group })
+	r.forget(func(k share.Key) bool { return k.Group == group })
 }
 
 // ForgetTopics drops every share-partition of a topic that exists no more
 // (exists reports whether a topic id does): after a topic is deleted, its
 // share-partitions are of no use.
 func (r *Registry) ForgetTopics(exists func(id [16]byte) bool) {
-	r.forget(func(k Key) bool { return !exists(k.TopicID) })
+	r.forget(func(k share.Key) bool { return !exists(k.TopicID) })
 }
 
 // forget removes the entries whose keys match. Lock order: an entry's mu
 // before Registry.mu, so the entries leave the map first and are unloaded
 // after, each under its own mu; a caller that looked one up before (an
 // Acquire waiting for its mu) sees it removed and looks again.
-func (r *Registry) forget(match func(Key) bool) {
+func (r *Registry) forget(match func(share.Key) bool) {
 	r.mu.Lock()
 	var gone []*entry
 	for k, e := range r.parts {

@@ -12,17 +12,19 @@ import (
 // DeleteStates remove states (the share coordinator's deletion).
 type adminStore struct {
 	memStore
-	deleted []Key
+	deleted []share.Key
 	failDel error
 }
 
-func (s *adminStore) Initialize(context.Context, Key, int64) error { return errors.New("not used") }
-
-func (s *adminStore) Delete(ctx context.Context, k Key) error {
-	return s.DeleteStates(ctx, []Key{k})
+func (s *adminStore) Initialize(context.Context, share.Key, int64) error {
+	return errors.New("not used")
 }
 
-func (s *adminStore) DeleteStates(_ context.Context, keys []Key) error {
+func (s *adminStore) Delete(ctx context.Context, k share.Key) error {
+	return s.DeleteStates(ctx, []share.Key{k})
+}
+
+func (s *adminStore) DeleteStates(_ context.Context, keys []share.Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failDel != nil {
@@ -45,11 +47,11 @@ func (r *Registry) size() int {
 // (which used to keep one per share-partition ever used) and drop their
 // in-memory state; the next use loads from the store.
 func TestForgetGroupAndTopics(t *testing.T) {
-	st := &adminStore{memStore: memStore{states: map[Key]share.Snapshot{}}}
+	st := &adminStore{memStore: memStore{states: map[share.Key]share.Snapshot{}}}
 	r := newTestRegistry(t, st, nil)
 	l := &fakeLog{epoch: 1, hw: 5}
-	other := Key{Group: "h", TopicID: [16]byte{8}, Partition: 0}
-	for _, k := range []Key{testKey, {Group: "g", TopicID: [16]byte{8}, Partition: 0}, other} {
+	other := share.Key{Group: "h", TopicID: [16]byte{8}, Partition: 0}
+	for _, k := range []share.Key{testKey, {Group: "g", TopicID: [16]byte{8}, Partition: 0}, other} {
 		if _, err := r.Acquire(k, "jobs", "m", l, 1<<20, 2, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +90,7 @@ func TestForgetGroupAndTopics(t *testing.T) {
 // copies here and tells the other brokers; a failed deletion keeps both
 // and reports the error.
 func TestDeleteGroupDeletesStateThenForgets(t *testing.T) {
-	st := &adminStore{memStore: memStore{states: map[Key]share.Snapshot{}}}
+	st := &adminStore{memStore: memStore{states: map[share.Key]share.Snapshot{}}}
 	r := newTestRegistry(t, st, nil)
 	l := &fakeLog{epoch: 1, hw: 5}
 	acquire(t, r, l, "m")
@@ -96,7 +98,7 @@ func TestDeleteGroupDeletesStateThenForgets(t *testing.T) {
 	del := func() (error, bool) {
 		told := false
 		done := make(chan error, 1)
-		r.DeleteGroup("g", []Key{testKey}, func(context.Context) {
+		r.DeleteGroup("g", []share.Key{testKey}, func(context.Context) {
 			st.mu.Lock()
 			_, kept := st.states[testKey]
 			st.mu.Unlock()
@@ -135,7 +137,7 @@ func TestDeleteGroupDeletesStateThenForgets(t *testing.T) {
 // registry's, every call answered, and the registry never keeps an entry
 // marked removed.
 func TestForgetRacingAcquire(t *testing.T) {
-	st := &adminStore{memStore: memStore{states: map[Key]share.Snapshot{}}}
+	st := &adminStore{memStore: memStore{states: map[share.Key]share.Snapshot{}}}
 	r := newTestRegistry(t, st, nil)
 	l := &fakeLog{epoch: 1, hw: 1000}
 	stop := make(chan struct{})

@@ -37,12 +37,12 @@ type PartitionLog interface {
 type StateAdmin interface {
 	// Initialize restarts k's state at start, with a new state epoch that
 	// fences the writes of whoever loaded the old state.
-	Initialize(ctx context.Context, k Key, start int64) error
+	Initialize(ctx context.Context, k share.Key, start int64) error
 	// Delete removes k's state.
-	Delete(ctx context.Context, k Key) error
+	Delete(ctx context.Context, k share.Key) error
 	// DeleteStates removes the states of keys, retrying until each is
 	// deleted or ctx ends (DeleteGroups of a share group).
-	DeleteStates(ctx context.Context, keys []Key) error
+	DeleteStates(ctx context.Context, keys []share.Key) error
 }
 
 // ErrNoStateAdmin: the registry's store cannot reset or delete state.
@@ -51,7 +51,7 @@ var ErrNoStateAdmin = fmt.Errorf("%w: share-partition state cannot be reset here
 // ResetState restarts share-partition k at start (AlterShareGroupOffsets:
 // the group is empty); a local copy is dropped at once, another broker's
 // is fenced by the new state epoch and reloaded.
-func (r *Registry) ResetState(ctx context.Context, k Key, start int64) error {
+func (r *Registry) ResetState(ctx context.Context, k share.Key, start int64) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	return r.admin(k, func(a StateAdmin) error { return a.Initialize(ctx, k, start) })
@@ -59,13 +59,13 @@ func (r *Registry) ResetState(ctx context.Context, k Key, start int64) error {
 
 // DeleteState removes share-partition k's state (DeleteShareGroupOffsets):
 // the next fetch starts at share.auto.offset.reset.
-func (r *Registry) DeleteState(ctx context.Context, k Key) error {
+func (r *Registry) DeleteState(ctx context.Context, k share.Key) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	return r.admin(k, func(a StateAdmin) error { return a.Delete(ctx, k) })
 }
 
-func (r *Registry) admin(k Key, f func(StateAdmin) error) error {
+func (r *Registry) admin(k share.Key, f func(StateAdmin) error) error {
 	a, ok := r.cfg.Store.(StateAdmin)
 	if !ok {
 		return ErrNoStateAdmin
@@ -87,16 +87,16 @@ func (r *Registry) admin(k Key, f func(StateAdmin) error) error {
 // at once without fencing anyone (sharestate.Client implements it): keys
 // without state are in neither map, keys it could not read are in errs.
 type StateReader interface {
-	PeekStates(ctx context.Context, keys []Key) (states map[Key]share.Snapshot, errs map[Key]error)
+	PeekStates(ctx context.Context, keys []share.Key) (states map[share.Key]share.Snapshot, errs map[share.Key]error)
 }
 
 // PeekMany is Peek for many share-partitions: the stats of those of keys
 // that have state, from memory where this broker has loaded them, else
 // from the store (in one batch when it is a StateReader), and the keys
 // whose state could not be read.
-func (r *Registry) PeekMany(ctx context.Context, keys []Key) (map[Key]share.PartitionStats, map[Key]error) {
-	stats, errs := map[Key]share.PartitionStats{}, map[Key]error{}
-	var rest []Key
+func (r *Registry) PeekMany(ctx context.Context, keys []share.Key) (map[share.Key]share.PartitionStats, map[share.Key]error) {
+	stats, errs := map[share.Key]share.PartitionStats{}, map[share.Key]error{}
+	var rest []share.Key
 	for _, k := range keys {
 		if st, ok := r.Stats(k); ok {
 			stats[k] = st
@@ -138,7 +138,7 @@ func (r *Registry) PeekMany(ctx context.Context, keys []Key) (map[Key]share.Part
 // Peek returns share-partition k's stats: from memory when this broker has
 // loaded it, else from the store without loading it or fencing anyone
 // (ok false: no state anywhere).
-func (r *Registry) Peek(ctx context.Context, k Key) (share.PartitionStats, bool, error) {
+func (r *Registry) Peek(ctx context.Context, k share.Key) (share.PartitionStats, bool, error) {
 	if st, ok := r.Stats(k); ok || r.cfg.Store == nil {
 		return st, ok, nil
 	}

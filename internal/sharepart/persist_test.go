@@ -44,12 +44,12 @@ func (l *fakeLog) Read(off int64, _ int32, _ bool, _ func(int) []byte) (replica.
 // state machine's own replay (as the share coordinator does).
 type memStore struct {
 	mu     sync.Mutex
-	states map[Key]share.Snapshot
+	states map[share.Key]share.Snapshot
 	fail   error
 	writes int
 }
 
-func (s *memStore) Read(_ context.Context, k Key, _ int32) (share.Snapshot, bool, error) {
+func (s *memStore) Read(_ context.Context, k share.Key, _ int32) (share.Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -59,7 +59,7 @@ func (s *memStore) Read(_ context.Context, k Key, _ int32) (share.Snapshot, bool
 	return snap, ok, nil
 }
 
-func (s *memStore) Write(_ context.Context, k Key, u share.Update) error {
+func (s *memStore) Write(_ context.Context, k share.Key, u share.Update) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -88,7 +88,7 @@ type parker struct {
 	parked []share.DLQAction
 }
 
-func (p *parker) Park(_ context.Context, _ Key, _, _ string, a share.DLQAction) error {
+func (p *parker) Park(_ context.Context, _ share.Key, _, _ string, a share.DLQAction) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fails > 0 {
@@ -105,7 +105,7 @@ func (p *parker) count() int {
 	return len(p.parked)
 }
 
-var testKey = Key{Group: "g", TopicID: [16]byte{7}, Partition: 0}
+var testKey = share.Key{Group: "g", TopicID: [16]byte{7}, Partition: 0}
 
 func newTestRegistry(t *testing.T, st Store, dlq DLQWriter) *Registry {
 	t.Helper()
@@ -136,7 +136,7 @@ func acquire(t *testing.T, r *Registry, l PartitionLog, member string) []share.A
 // forgets deliveries; a failed write answers the request with an error
 // and drops the in-memory state, which is loaded again.
 func TestPersistAcrossRegistriesAndFailedWrites(t *testing.T) {
-	st := &memStore{states: map[Key]share.Snapshot{}}
+	st := &memStore{states: map[share.Key]share.Snapshot{}}
 	l := &fakeLog{epoch: 1, hw: 6}
 	r := newTestRegistry(t, st, nil)
 	got := acquire(t, r, l, "m1")
@@ -188,7 +188,7 @@ func TestPersistAcrossRegistriesAndFailedWrites(t *testing.T) {
 // succeeds) and archived only then; a load that finds records still
 // archiving parks them again.
 func TestPersistDLQParksThenArchives(t *testing.T) {
-	st := &memStore{states: map[Key]share.Snapshot{}}
+	st := &memStore{states: map[share.Key]share.Snapshot{}}
 	l := &fakeLog{epoch: 1, hw: 3}
 	pk := &parker{fails: 2}
 	r := newTestRegistry(t, st, pk)
@@ -256,7 +256,7 @@ type gatedStore struct {
 	gate chan struct{}
 }
 
-func (s *gatedStore) Write(ctx context.Context, k Key, u share.Update) error {
+func (s *gatedStore) Write(ctx context.Context, k share.Key, u share.Update) error {
 	<-s.gate
 	return s.memStore.Write(ctx, k, u)
 }
@@ -266,7 +266,7 @@ func (s *gatedStore) Write(ctx context.Context, k Key, u share.Update) error {
 // each request answered only once its change is durable, and the store
 // ends with the state in memory.
 func TestPersistCoalescesConcurrentChanges(t *testing.T) {
-	st := &gatedStore{memStore: &memStore{states: map[Key]share.Snapshot{}}, gate: make(chan struct{})}
+	st := &gatedStore{memStore: &memStore{states: map[share.Key]share.Snapshot{}}, gate: make(chan struct{})}
 	l := &fakeLog{epoch: 1, hw: 20}
 	r := newTestRegistry(t, st, nil)
 	setup := make(chan struct{})

@@ -70,10 +70,10 @@ type GroupSettings struct {
 type Store interface {
 	// Read returns k's state (ok false: none yet). leaderEpoch is the
 	// reader's: later writes from older leader epochs are fenced.
-	Read(ctx context.Context, k Key, leaderEpoch int32) (s share.Snapshot, ok bool, err error)
+	Read(ctx context.Context, k share.Key, leaderEpoch int32) (s share.Snapshot, ok bool, err error)
 	// Write makes u durable. A share-partition's first write carries its
 	// start offset (u.StartOffset >= 0).
-	Write(ctx context.Context, k Key, u share.Update) error
+	Write(ctx context.Context, k share.Key, u share.Update) error
 }
 
 // DLQWriter parks records in a dead-letter topic.
@@ -81,7 +81,7 @@ type DLQWriter interface {
 	// Park writes the records [a.First, a.Last] of topic's partition
 	// k.Partition to dlqTopic with the context headers
 	// (share.DLQHeaders), durably, before returning nil.
-	Park(ctx context.Context, k Key, topic, dlqTopic string, a share.DLQAction) error
+	Park(ctx context.Context, k share.Key, topic, dlqTopic string, a share.DLQAction) error
 }
 
 // ErrStateUnavailable: the share-partition's state could not be read or
@@ -107,13 +107,6 @@ func (c *Config) Defaults() {
 // Validate checks c.
 func (c *Config) Validate() error { return c.Partition.Validate() }
 
-// Key names a share-partition.
-type Key struct {
-	Group     string
-	TopicID   [16]byte
-	Partition int32
-}
-
 // Registry holds the share-partitions and sessions of one broker.
 //
 // Lock order: an entry's mu before Registry.mu; Registry.mu guards the
@@ -124,7 +117,7 @@ type Registry struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	parts   map[Key]*entry
+	parts   map[share.Key]*entry
 	changed chan struct{} // closed and replaced by signal
 	closed  bool
 
@@ -138,7 +131,7 @@ type Registry struct {
 // entry is one share-partition; mu owns everything but key, topic and r.
 type entry struct {
 	mu       sync.Mutex
-	key      Key
+	key      share.Key
 	topic    string
 	p        *share.SharePartition // nil: not loaded
 	epoch    int32                 // the leader epoch p was loaded under
@@ -172,7 +165,7 @@ func New(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Registry{cfg: cfg, log: cfg.Logger, parts: map[Key]*entry{}, changed: make(chan struct{}),
+	return &Registry{cfg: cfg, log: cfg.Logger, parts: map[share.Key]*entry{}, changed: make(chan struct{}),
 		ctx: ctx, cancel: cancel, Sessions: Sessions{m: map[sessionKey]*session{}}}, nil
 }
 
@@ -225,14 +218,14 @@ func (r *Registry) Close() {
 	}
 }
 
-func (r *Registry) get(k Key) *entry {
+func (r *Registry) get(k share.Key) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.parts[k]
 }
 
 // getOrCreate returns k's entry, made (not loaded) if new.
-func (r *Registry) getOrCreate(k Key, topic string) *entry {
+func (r *Registry) getOrCreate(k share.Key, topic string) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.parts[k]; e != nil {
@@ -258,7 +251,7 @@ type Fetched struct {
 // watermark, read_committed up to the last stable offset, archiving the
 // records of aborted transactions. Control batches (markers) are archived
 // either way.
-func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
+func (r *Registry) Acquire(k share.Key, topic, member string, p PartitionLog, maxBytes int32, maxRecords int, alloc func(int) []byte) (Fetched, error) {
 	e := r.getOrCreate(k, topic)
 	e.mu.Lock()
 	for e.removed { // forgotten after the lookup: take the new entry
@@ -305,7 +298,7 @@ func (r *Registry) Acquire(k Key, topic, member string, p PartitionLog, maxBytes
 }
 
 // Acknowledge applies member's acknowledgements to share-partition k.
-func (r *Registry) Acknowledge(k Key, member string, acks []share.Ack) error {
+func (r *Registry) Acknowledge(k share.Key, member string, acks []share.Ack) error {
 	e := r.get(k)
 	if e == nil {
 		return ErrUnknownSharePartition
@@ -354,7 +347,7 @@ func (r *Registry) MembersGone(group string, members []string) {
 }
 
 // Stats returns share-partition k's stats (false if unknown).
-func (r *Registry) Stats(k Key) (share.PartitionStats, bool) {
+func (r *Registry) Stats(k share.Key) (share.PartitionStats, bool) {
 	e := r.get(k)
 	if e == nil {
 		return share.PartitionStats{}, false
@@ -369,7 +362,7 @@ func (r *Registry) Stats(k Key) (share.PartitionStats, bool) {
 
 // PartitionStats is one share-partition's stats, for metrics.
 type PartitionStats struct {
-	Key   Key
+	Key   share.Key
 	Topic string
 	share.PartitionStats
 }
@@ -475,13 +468,10 @@ func keepAcquired(b []byte, acq []share.AcquiredRange) []byte {
 	return out
 }
 
-// MembersRemoved is the group coordinator's Config.OnShareMembersRemoved:
-// the members' sessions end and their records are released.
-func (r *Registry) MembersRemoved(group string, removed []share.GroupRemoval) {
-	ms := make([]string, len(removed))
-	for i, m := range removed {
-		ms[i] = m.MemberID
-	}
+// MembersRemoved is the group coordinator's Config.OnShareMembersRemoved
+// (internal/app passes the members' ids): the members' sessions end and
+// their records are released.
+func (r *Registry) MembersRemoved(group string, ms []string) {
 	r.Sessions.Drop(group, ms)
 	// Not on the caller's goroutine (the group coordinator's): releasing
 	// writes to the store.

@@ -14,7 +14,7 @@ import (
 
 // Route is where a share-partition's coordinator is: a node id and its
 // Kafka address. It creates __share_group_state on first use.
-type Route func(ctx context.Context, k Key) (node int32, addr string, err error)
+type Route func(ctx context.Context, k share.Key) (node int32, addr string, err error)
 
 // Client is a partition leader's way to its share-partitions' state: the
 // local coordinator when this node is the coordinator, else
@@ -30,7 +30,7 @@ type Client struct {
 }
 
 // Read implements sharepart.Store.
-func (c *Client) Read(ctx context.Context, k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
+func (c *Client) Read(ctx context.Context, k share.Key, leaderEpoch int32) (share.Snapshot, bool, error) {
 	var (
 		snap share.Snapshot
 		ok   bool
@@ -53,11 +53,11 @@ func (c *Client) Read(ctx context.Context, k Key, leaderEpoch int32) (share.Snap
 // request per group. Keys without state are in neither map; keys whose
 // coordinator could not be found or answered with an error are in errs.
 // No retries: a look, not a load.
-func (c *Client) PeekStates(ctx context.Context, keys []Key) (states map[Key]share.Snapshot, errs map[Key]error) {
-	states, errs = map[Key]share.Snapshot{}, map[Key]error{}
+func (c *Client) PeekStates(ctx context.Context, keys []share.Key) (states map[share.Key]share.Snapshot, errs map[share.Key]error) {
+	states, errs = map[share.Key]share.Snapshot{}, map[share.Key]error{}
 	type remote struct {
 		addr string
-		keys []Key
+		keys []share.Key
 	}
 	byNode := map[int32]*remote{}
 	var nodes []int32
@@ -82,7 +82,7 @@ func (c *Client) PeekStates(ctx context.Context, keys []Key) (states map[Key]sha
 	}
 	for _, node := range nodes {
 		rm := byNode[node]
-		groups := map[string][]Key{}
+		groups := map[string][]share.Key{}
 		for _, k := range rm.keys {
 			groups[k.Group] = append(groups[k.Group], k)
 		}
@@ -105,7 +105,7 @@ func (c *Client) PeekStates(ctx context.Context, keys []Key) (states map[Key]sha
 }
 
 // remotePeek reads the states of ks (all of group) in one request.
-func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []Key, states map[Key]share.Snapshot, errs map[Key]error) error {
+func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []share.Key, states map[share.Key]share.Snapshot, errs map[share.Key]error) error {
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = group
 	at := map[[16]byte]int{}
@@ -128,7 +128,7 @@ func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []Key, st
 	}
 	for _, t := range raw.(*kmsg.ReadShareGroupStateResponse).Topics {
 		for _, rp := range t.Partitions {
-			k := Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
+			k := share.Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
 			switch {
 			case rp.ErrorCode != 0:
 				errs[k] = kerr.ErrorForCode(rp.ErrorCode)
@@ -141,20 +141,20 @@ func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []Key, st
 }
 
 // Write implements sharepart.Store.
-func (c *Client) Write(ctx context.Context, k Key, u share.Update) error {
+func (c *Client) Write(ctx context.Context, k share.Key, u share.Update) error {
 	return c.retry(ctx, k, func() error { return c.Local.Write(k, u) },
 		func(conn *peer.Conn) error { return remoteWrite(ctx, conn, k, u) })
 }
 
 // Initialize implements sharepart.StateAdmin: k's state restarts at
 // start with a new state epoch.
-func (c *Client) Initialize(ctx context.Context, k Key, start int64) error {
+func (c *Client) Initialize(ctx context.Context, k share.Key, start int64) error {
 	return c.retry(ctx, k, func() error { return c.Local.Initialize(k, start) },
 		func(conn *peer.Conn) error { return remoteInitialize(ctx, conn, k, start) })
 }
 
 // Delete implements sharepart.StateAdmin: k's state is removed.
-func (c *Client) Delete(ctx context.Context, k Key) error {
+func (c *Client) Delete(ctx context.Context, k share.Key) error {
 	return c.retry(ctx, k, func() error { return c.Local.Delete(k) },
 		func(conn *peer.Conn) error { return remoteDelete(ctx, conn, k) })
 }
@@ -164,7 +164,7 @@ func (c *Client) Delete(ctx context.Context, k Key) error {
 // one DeleteShareGroupState request per group; keys that fail with a
 // retriable error (a coordinator moving or loading) are tried again, with
 // backoff, until ctx ends.
-func (c *Client) DeleteStates(ctx context.Context, keys []Key) error {
+func (c *Client) DeleteStates(ctx context.Context, keys []share.Key) error {
 	backoff := 20 * time.Millisecond
 	for {
 		failed, err := c.deleteOnce(ctx, keys)
@@ -186,8 +186,8 @@ func (c *Client) DeleteStates(ctx context.Context, keys []Key) error {
 
 // deleteOnce tries to delete the states of keys once; it returns the keys
 // not deleted and the last error (a non-retriable one first).
-func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last error) {
-	fail := func(err error, ks ...Key) {
+func (c *Client) deleteOnce(ctx context.Context, keys []share.Key) (failed []share.Key, last error) {
+	fail := func(err error, ks ...share.Key) {
 		failed = append(failed, ks...)
 		if last == nil || IsRetriable(last) {
 			last = err
@@ -195,7 +195,7 @@ func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last
 	}
 	type remote struct {
 		addr   string
-		groups map[string][]Key
+		groups map[string][]share.Key
 	}
 	byNode := map[int32]*remote{}
 	var nodes []int32
@@ -211,7 +211,7 @@ func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last
 		default:
 			rm := byNode[node]
 			if rm == nil {
-				rm = &remote{addr: addr, groups: map[string][]Key{}}
+				rm = &remote{addr: addr, groups: map[string][]share.Key{}}
 				byNode[node] = rm
 				nodes = append(nodes, node)
 			}
@@ -221,7 +221,7 @@ func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last
 	for _, node := range nodes {
 		rm := byNode[node]
 		for group, ks := range rm.groups {
-			var errs map[Key]error
+			var errs map[share.Key]error
 			err := c.Peers.Do(ctx, rm.addr, func(conn *peer.Conn) error {
 				var err error
 				errs, err = remoteDeleteMany(ctx, conn, group, ks)
@@ -241,7 +241,7 @@ func (c *Client) deleteOnce(ctx context.Context, keys []Key) (failed []Key, last
 
 // remoteDeleteMany deletes the states of ks (all of group) in one request
 // and returns the keys that failed.
-func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []Key) (map[Key]error, error) {
+func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []share.Key) (map[share.Key]error, error) {
 	req := kmsg.NewPtrDeleteShareGroupStateRequest()
 	req.GroupID = group
 	at := map[[16]byte]int{}
@@ -262,11 +262,11 @@ func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []K
 	if err != nil {
 		return nil, err
 	}
-	answered := map[Key]bool{}
-	errs := map[Key]error{}
+	answered := map[share.Key]bool{}
+	errs := map[share.Key]error{}
 	for _, t := range raw.(*kmsg.DeleteShareGroupStateResponse).Topics {
 		for _, rp := range t.Partitions {
-			k := Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
+			k := share.Key{Group: group, TopicID: t.TopicID, Partition: rp.Partition}
 			answered[k] = true
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				errs[k] = err
@@ -283,7 +283,7 @@ func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []K
 
 // retry runs local or remote at k's coordinator until it succeeds, fails
 // for good or ctx ends.
-func (c *Client) retry(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {
+func (c *Client) retry(ctx context.Context, k share.Key, local func() error, remote func(*peer.Conn) error) error {
 	backoff := 20 * time.Millisecond
 	for {
 		err := c.once(ctx, k, local, remote)
@@ -299,7 +299,7 @@ func (c *Client) retry(ctx context.Context, k Key, local func() error, remote fu
 	}
 }
 
-func (c *Client) once(ctx context.Context, k Key, local func() error, remote func(*peer.Conn) error) error {
+func (c *Client) once(ctx context.Context, k share.Key, local func() error, remote func(*peer.Conn) error) error {
 	node, addr, err := c.Route(ctx, k)
 	if err != nil {
 		return err
@@ -313,7 +313,7 @@ func (c *Client) once(ctx context.Context, k Key, local func() error, remote fun
 // rpcTimeout bounds one request to another coordinator.
 const rpcTimeout = 10 * time.Second
 
-func remoteRead(ctx context.Context, conn *peer.Conn, k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
+func remoteRead(ctx context.Context, conn *peer.Conn, k share.Key, leaderEpoch int32) (share.Snapshot, bool, error) {
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = k.Group
 	t := kmsg.NewReadShareGroupStateRequestTopic()
@@ -340,7 +340,7 @@ func remoteRead(ctx context.Context, conn *peer.Conn, k Key, leaderEpoch int32) 
 	return ReadResponseSnapshot(rp), true, nil
 }
 
-func remoteWrite(ctx context.Context, conn *peer.Conn, k Key, u share.Update) error {
+func remoteWrite(ctx context.Context, conn *peer.Conn, k share.Key, u share.Update) error {
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	t := kmsg.NewWriteShareGroupStateRequestTopic()
@@ -358,7 +358,7 @@ func remoteWrite(ctx context.Context, conn *peer.Conn, k Key, u share.Update) er
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
 
-func remoteInitialize(ctx context.Context, conn *peer.Conn, k Key, start int64) error {
+func remoteInitialize(ctx context.Context, conn *peer.Conn, k share.Key, start int64) error {
 	req := kmsg.NewPtrInitializeShareGroupStateRequest()
 	req.GroupID = k.Group
 	t := kmsg.NewInitializeShareGroupStateRequestTopic()
@@ -378,7 +378,7 @@ func remoteInitialize(ctx context.Context, conn *peer.Conn, k Key, start int64) 
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
 
-func remoteDelete(ctx context.Context, conn *peer.Conn, k Key) error {
+func remoteDelete(ctx context.Context, conn *peer.Conn, k share.Key) error {
 	req := kmsg.NewPtrDeleteShareGroupStateRequest()
 	req.GroupID = k.Group
 	t := kmsg.NewDeleteShareGroupStateRequestTopic()

@@ -31,9 +31,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
-	"github.com/berthmq/berth/internal/sharepart"
 )
 
 // Topic is the internal topic of share-partition state.
@@ -49,18 +48,15 @@ var (
 	ErrNoState        = fmt.Errorf("%w: no state to update; the first write must carry the start offset", kerr.InvalidRequest)
 )
 
-// Key names a share-partition.
-type Key = sharepart.Key
-
 // CoordinatorKey is the share-partition's key in FindCoordinator (key
 // type 2) and its placement: Kafka's "group:topicId:partition", the
 // topic id in Kafka's URL-safe base64.
-func CoordinatorKey(k Key) string {
+func CoordinatorKey(k share.Key) string {
 	return k.Group + ":" + base64.RawURLEncoding.EncodeToString(k.TopicID[:]) + ":" + strconv.Itoa(int(k.Partition))
 }
 
 // PartitionFor is the __share_group_state partition of k among n.
-func PartitionFor(k Key, n int32) int32 { return group.PartitionFor(CoordinatorKey(k), n) }
+func PartitionFor(k share.Key, n int32) int32 { return metadata.PartitionForKey(CoordinatorKey(k), n) }
 
 // Appender appends one record to partition p of __share_group_state, which
 // this node leads, and returns a wait that blocks until the record is
@@ -78,8 +74,8 @@ type Coordinator struct {
 	// COORDINATOR_LOAD_IN_PROGRESS while this node leads it but has not
 	// begun to load it, COORDINATOR_NOT_AVAILABLE while the topic does not
 	// exist or the partition has no leader, else NOT_COORDINATOR
-	// (group.NotOwnedError). Nil: NOT_COORDINATOR. Called with c.mu held.
-	Leader func(k Key) group.Leadership
+	// (as group.NotOwnedError). Nil: NOT_COORDINATOR. Called with c.mu held.
+	Leader func(k share.Key) metadata.Leadership
 
 	appendTo Appender
 	log      *slog.Logger
@@ -91,7 +87,7 @@ type Coordinator struct {
 
 type ownedPart struct {
 	loading bool
-	states  map[Key]*state
+	states  map[share.Key]*state
 }
 
 // state is one share-partition's; mu serialises its reads and writes
@@ -116,7 +112,7 @@ func New(appendTo Appender, logger *slog.Logger) *Coordinator {
 func (c *Coordinator) BeginLoad(p int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.parts[p] = &ownedPart{loading: true, states: map[Key]*state{}}
+	c.parts[p] = &ownedPart{loading: true, states: map[share.Key]*state{}}
 }
 
 // LoadRecord replays one record of partition p, in log order.
@@ -125,7 +121,7 @@ func (c *Coordinator) LoadRecord(p int32, key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	k := Key{Group: g, TopicID: id, Partition: part}
+	k := share.Key{Group: g, TopicID: id, Partition: part}
 	c.mu.Lock()
 	op := c.parts[p]
 	c.mu.Unlock()
@@ -191,7 +187,7 @@ func (c *Coordinator) SetPartitions(n int32) {
 }
 
 // get returns k's state in an owned, loaded partition, made if create.
-func (c *Coordinator) get(k Key, create bool) (*state, error) {
+func (c *Coordinator) get(k share.Key, create bool) (*state, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var op *ownedPart
@@ -215,15 +211,15 @@ func (c *Coordinator) get(k Key, create bool) (*state, error) {
 // notOwned is the error for k, whose partition c does not own (c.mu
 // held): ErrNotCoordinator, or ErrLoading or COORDINATOR_NOT_AVAILABLE
 // by what Leader says.
-func (c *Coordinator) notOwned(k Key) error {
+func (c *Coordinator) notOwned(k share.Key) error {
 	if c.Leader == nil {
 		return ErrNotCoordinator
 	}
-	switch e := group.NotOwnedError(c.Leader(k)); e {
-	case kerr.CoordinatorLoadInProgress:
+	switch c.Leader(k) {
+	case metadata.LeaderSelf:
 		return ErrLoading
-	case kerr.CoordinatorNotAvailable:
-		return fmt.Errorf("%w: no leader of the share-partition's %s partition yet", e, Topic)
+	case metadata.LeaderNone:
+		return fmt.Errorf("%w: no leader of the share-partition's %s partition yet", kerr.CoordinatorNotAvailable, Topic)
 	}
 	return ErrNotCoordinator
 }
@@ -231,7 +227,7 @@ func (c *Coordinator) notOwned(k Key) error {
 // Read returns k's state (ok false: none), fencing writes from leader
 // epochs older than leaderEpoch (none when leaderEpoch is negative: a
 // reader that will not write, and leaves nothing behind).
-func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, error) {
+func (c *Coordinator) Read(k share.Key, leaderEpoch int32) (share.Snapshot, bool, error) {
 	st, err := c.get(k, leaderEpoch >= 0)
 	if err != nil || st == nil {
 		return share.Snapshot{}, false, err
@@ -254,7 +250,7 @@ func (c *Coordinator) Read(k Key, leaderEpoch int32) (share.Snapshot, bool, erro
 // Write applies u to k's state and makes the result durable before
 // returning. A share-partition with no state must be initialised by an
 // update that carries its start offset.
-func (c *Coordinator) Write(k Key, u share.Update) error {
+func (c *Coordinator) Write(k share.Key, u share.Update) error {
 	st, err := c.get(k, true)
 	if err != nil {
 		return err
@@ -287,7 +283,7 @@ func (c *Coordinator) Write(k Key, u share.Update) error {
 // Initialize resets k's state to start at offset start with a new state
 // epoch (AlterShareGroupOffsets): writes of the previous state epoch are
 // then refused, and the partition leader loads the new state.
-func (c *Coordinator) Initialize(k Key, start int64) error {
+func (c *Coordinator) Initialize(k share.Key, start int64) error {
 	st, err := c.get(k, true)
 	if err != nil {
 		return err
@@ -307,7 +303,7 @@ func (c *Coordinator) Initialize(k Key, start int64) error {
 // a snapshot with start offset -1 and the next state epoch, not a
 // tombstone, so that after a coordinator failover a write from whoever
 // loaded the old state is still refused.
-func (c *Coordinator) Delete(k Key) error {
+func (c *Coordinator) Delete(k share.Key) error {
 	st, err := c.get(k, false)
 	if err != nil || st == nil || !st.exists {
 		return err
@@ -331,7 +327,7 @@ func (c *Coordinator) partitions() int32 {
 
 // append writes s as k's latest snapshot and waits until it is durable
 // (st.mu held).
-func (c *Coordinator) append(k Key, s share.Snapshot) error {
+func (c *Coordinator) append(k share.Key, s share.Snapshot) error {
 	key := share.AppendKey(nil, share.RecordSnapshot, k.Group, k.TopicID, k.Partition)
 	wait, err := c.appendTo(PartitionFor(k, c.partitions()), key, s.AppendTo(nil))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
 
@@ -33,7 +33,7 @@ func owned(l *memLog) *Coordinator {
 	return c
 }
 
-var key = Key{Group: "g", TopicID: [16]byte{1}, Partition: 3}
+var key = share.Key{Group: "g", TopicID: [16]byte{1}, Partition: 3}
 
 func TestWriteReadReplay(t *testing.T) {
 	l := &memLog{}
@@ -170,7 +170,7 @@ func TestDeleteReplays(t *testing.T) {
 		t.Fatalf("stale write after replay: %v", err)
 	}
 	// A look leaves nothing behind.
-	if _, ok, err := c2.Read(Key{Group: "nobody", Partition: 0}, -1); ok || err != nil {
+	if _, ok, err := c2.Read(share.Key{Group: "nobody", Partition: 0}, -1); ok || err != nil {
 		t.Fatalf("look at nothing: ok %v err %v", ok, err)
 	}
 }
@@ -203,7 +203,7 @@ func TestNotCoordinatorAndFailedAppend(t *testing.T) {
 // The coordinator key and placement are Kafka's: "group:topicId:partition"
 // with the topic id in URL-safe base64, hashed like a group id.
 func TestCoordinatorKey(t *testing.T) {
-	if got := CoordinatorKey(Key{Group: "g", TopicID: [16]byte{0xfb, 0xff}, Partition: 2}); got != "g:-_8AAAAAAAAAAAAAAAAAAA:2" {
+	if got := CoordinatorKey(share.Key{Group: "g", TopicID: [16]byte{0xfb, 0xff}, Partition: 2}); got != "g:-_8AAAAAAAAAAAAAAAAAAA:2" {
 		t.Fatalf("coordinator key %q", got)
 	}
 }
@@ -227,14 +227,14 @@ func TestIsRetriable(t *testing.T) {
 // COORDINATOR_NOT_AVAILABLE while it has no leader, NOT_COORDINATOR only
 // when another node leads it.
 func TestNotOwnedAnswersByLeadership(t *testing.T) {
-	for lead, want := range map[group.Leadership]*kerr.Error{
-		group.LeaderSelf:  kerr.CoordinatorLoadInProgress,
-		group.LeaderNone:  kerr.CoordinatorNotAvailable,
-		group.LeaderOther: kerr.NotCoordinator,
+	for lead, want := range map[metadata.Leadership]*kerr.Error{
+		metadata.LeaderSelf:  kerr.CoordinatorLoadInProgress,
+		metadata.LeaderNone:  kerr.CoordinatorNotAvailable,
+		metadata.LeaderOther: kerr.NotCoordinator,
 	} {
 		for _, counted := range []bool{false, true} {
 			c := New((&memLog{}).append, nil)
-			c.Leader = func(k Key) group.Leadership {
+			c.Leader = func(k share.Key) metadata.Leadership {
 				if k != key {
 					t.Errorf("Leader asked about %v", k)
 				}

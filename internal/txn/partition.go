@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // Allocator hands out a new producer id (in Berth, a block from the
@@ -346,7 +346,7 @@ func (p *Partition) AddOffsets(id string, pid int64, epoch int16, groupID string
 	if err != nil {
 		return fail(err)
 	}
-	tp := TopicPartition{OffsetsTopic, group.PartitionFor(groupID, p.cfg.OffsetsPartitions)}
+	tp := TopicPartition{OffsetsTopic, metadata.PartitionForKey(groupID, p.cfg.OffsetsPartitions)}
 	return p.add(t, []TopicPartition{tp}, groupID, t.ClientVersion, now.UnixMilli())
 }
 

@@ -1,6 +1,6 @@
 package txn
 
-import "github.com/berthmq/berth/internal/group"
+import "github.com/berthmq/berth/internal/metadata"
 
 // Topic is the internal topic holding the coordinators' state.
 const Topic = "__transaction_state"
@@ -12,5 +12,5 @@ const OffsetsTopic = "__consumer_offsets"
 // __transaction_state: abs(javaHash(id)) % n, the same hash as a group
 // id's on __consumer_offsets.
 func PartitionFor(transactionalID string, n int32) int32 {
-	return group.PartitionFor(transactionalID, n)
+	return metadata.PartitionForKey(transactionalID, n)
 }

@@ -1,4 +1,4 @@
-package share
+package group
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// assignHarness runs the simple assignor from datadriven commands:
+// shareAssignHarness runs the simple assignor from datadriven commands:
 //
 //	topics t=4 u=2        the topics (replacing the previous ones)
 //	assign                one input line per member: "a: t u" (its subscription);
@@ -23,12 +23,12 @@ import (
 // assign prints each member's assignment, how many member-partition
 // pairs moved since the current assignment (gained + lost), and each
 // topic's sharing.
-type assignHarness struct {
-	topics  []GroupTopic
-	current map[string]GroupAssignment
+type shareAssignHarness struct {
+	topics  []shareTopic
+	current map[string]shareAssignment
 }
 
-func (h *assignHarness) run(t *testing.T, d *datadriven.TestData) string {
+func (h *shareAssignHarness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "topics":
 		h.topics = nil
@@ -37,34 +37,34 @@ func (h *assignHarness) run(t *testing.T, d *datadriven.TestData) string {
 			if err != nil {
 				d.Fatalf(t, "%v", err)
 			}
-			h.topics = append(h.topics, GroupTopic{Name: a.Key, ID: groupFakeID(a.Key), Partitions: int32(n)})
+			h.topics = append(h.topics, shareTopic{Name: a.Key, ID: shareFakeID(a.Key), Partitions: int32(n)})
 		}
 		return "ok"
 	case "current":
-		h.current = make(map[string]GroupAssignment)
+		h.current = make(map[string]shareAssignment)
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			id, rest, _ := strings.Cut(line, ":")
-			a := make(GroupAssignment)
+			a := make(shareAssignment)
 			for _, tp := range strings.Fields(rest) {
 				topic, p, _ := strings.Cut(tp, "/")
 				n, _ := strconv.Atoi(p)
-				a.add(groupFakeID(topic), int32(n))
+				a.add(shareFakeID(topic), int32(n))
 			}
 			h.current[strings.TrimSpace(id)] = a
 		}
 		return "ok"
 	case "assign":
-		var members []AssignMember
+		var members []shareAssignMember
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			id, rest, _ := strings.Cut(line, ":")
-			members = append(members, AssignMember{ID: strings.TrimSpace(id), Topics: strings.Fields(rest)})
+			members = append(members, shareAssignMember{ID: strings.TrimSpace(id), Topics: strings.Fields(rest)})
 		}
-		out := AssignSimple(members, h.topics, h.current)
+		out := assignShareSimple(members, h.topics, h.current)
 		var b strings.Builder
 		for _, id := range slices.Sorted(maps.Keys(out)) {
-			fmt.Fprintf(&b, "%s: %s\n", id, groupTPs(out[id]))
+			fmt.Fprintf(&b, "%s: %s\n", id, shareGroupTPs(out[id]))
 		}
-		fmt.Fprintf(&b, "moved=%d\n", assignMoved(h.current, out))
+		fmt.Fprintf(&b, "moved=%d\n", shareAssignMoved(h.current, out))
 		for _, t := range h.topics {
 			holders := make([]int, t.Partitions)
 			for _, a := range out {
@@ -81,11 +81,11 @@ func (h *assignHarness) run(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-// assignMoved counts the member-partition pairs in one assignment and not
+// shareAssignMoved counts the member-partition pairs in one assignment and not
 // the other.
-func assignMoved(before, after map[string]GroupAssignment) int {
+func shareAssignMoved(before, after map[string]shareAssignment) int {
 	n := 0
-	diff := func(x, y map[string]GroupAssignment) {
+	diff := func(x, y map[string]shareAssignment) {
 		for id, a := range x {
 			for topic, ps := range a {
 				for _, p := range ps {
@@ -101,30 +101,30 @@ func assignMoved(before, after map[string]GroupAssignment) int {
 	return n
 }
 
-// TestAssignDataDriven runs testdata/assign_*. Regenerate the expected
+// TestShareAssignDataDriven runs testdata/sharegroup/assign_*. Regenerate the expected
 // output with -rewrite.
-func TestAssignDataDriven(t *testing.T) {
-	paths, err := filepath.Glob("testdata/assign_*")
+func TestShareAssignDataDriven(t *testing.T) {
+	paths, err := filepath.Glob("testdata/sharegroup/assign_*")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 {
-		t.Fatal("no testdata/assign_* files")
+		t.Fatal("no testdata/sharegroup/assign_* files")
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			datadriven.RunTest(t, path, (&assignHarness{}).run)
+			datadriven.RunTest(t, path, (&shareAssignHarness{}).run)
 		})
 	}
 }
 
-// assignCheck checks the assignor's invariants on one result: every
+// shareAssignCheck checks the assignor's invariants on one result: every
 // member gets only partitions of existing topics it subscribes to; in each
 // pool every partition has exactly ceil(members/partitions) members and
 // member counts differ by at most one.
-func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out map[string]GroupAssignment) {
+func shareAssignCheck(t *testing.T, members []shareAssignMember, topics []shareTopic, out map[string]shareAssignment) {
 	t.Helper()
-	byID := make(map[[16]byte]GroupTopic)
+	byID := make(map[[16]byte]shareTopic)
 	for _, tp := range topics {
 		byID[tp.ID] = tp
 	}
@@ -142,7 +142,7 @@ func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out 
 		for topic, ps := range a {
 			tp, ok := byID[topic]
 			if !ok || !slices.Contains(subs[id], tp.Name) || len(ps) == 0 {
-				t.Fatalf("member %s got %s it does not subscribe to (%v)", id, groupFakeName(topic), subs[id])
+				t.Fatalf("member %s got %s it does not subscribe to (%v)", id, shareFakeName(topic), subs[id])
 			}
 			if !slices.IsSorted(ps) || len(slices.Compact(slices.Clone(ps))) != len(ps) || ps[0] < 0 || ps[len(ps)-1] >= tp.Partitions {
 				t.Fatalf("member %s: bad partitions %v of %s", id, ps, tp.Name)
@@ -151,7 +151,7 @@ func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out 
 	}
 	// The pools: one if every member subscribes to the same existing
 	// topics, else one per topic.
-	exists := func(m AssignMember) []string {
+	exists := func(m shareAssignMember) []string {
 		var out []string
 		for _, name := range m.Topics {
 			for _, tp := range topics {
@@ -184,13 +184,13 @@ func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out 
 				ms = append(ms, m.ID)
 			}
 		}
-		holders := make(map[assignTP]int)
+		holders := make(map[shareAssignTP]int)
 		np := 0
 		for _, tp := range topics {
 			if slices.Contains(pool, tp.Name) {
 				np += int(tp.Partitions)
 				for p := int32(0); p < tp.Partitions; p++ {
-					holders[assignTP{tp.ID, p}] = 0
+					holders[shareAssignTP{tp.ID, p}] = 0
 				}
 			}
 		}
@@ -205,7 +205,7 @@ func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out 
 				if slices.Contains(pool, byID[topic].Name) {
 					n += len(ps)
 					for _, p := range ps {
-						holders[assignTP{topic, p}]++
+						holders[shareAssignTP{topic, p}]++
 					}
 				}
 			}
@@ -219,19 +219,19 @@ func assignCheck(t *testing.T, members []AssignMember, topics []GroupTopic, out 
 		}
 		for tp, n := range holders {
 			if n != sharing {
-				t.Fatalf("pool %v: %s/%d has %d members, want %d", pool, groupFakeName(tp.topic), tp.partition, n, sharing)
+				t.Fatalf("pool %v: %s/%d has %d members, want %d", pool, shareFakeName(tp.topic), tp.partition, n, sharing)
 			}
 		}
 	}
 }
 
-func assignRandom(r *rand.Rand) ([]AssignMember, []GroupTopic) {
-	var topics []GroupTopic
+func shareAssignRandom(r *rand.Rand) ([]shareAssignMember, []shareTopic) {
+	var topics []shareTopic
 	names := []string{"a", "b", "c", "d"}
 	for _, name := range names[:1+r.Intn(len(names))] {
-		topics = append(topics, GroupTopic{Name: name, ID: groupFakeID(name), Partitions: int32(r.Intn(7))})
+		topics = append(topics, shareTopic{Name: name, ID: shareFakeID(name), Partitions: int32(r.Intn(7))})
 	}
-	var members []AssignMember
+	var members []shareAssignMember
 	homogeneous := r.Intn(2) == 0
 	var all []string
 	for _, tp := range topics {
@@ -239,7 +239,7 @@ func assignRandom(r *rand.Rand) ([]AssignMember, []GroupTopic) {
 	}
 	all = append(all, "missing")
 	for i := range 1 + r.Intn(12) {
-		m := AssignMember{ID: fmt.Sprintf("m%02d", i)}
+		m := shareAssignMember{ID: fmt.Sprintf("m%02d", i)}
 		if homogeneous {
 			m.Topics = slices.Clone(all)
 		} else {
@@ -254,26 +254,26 @@ func assignRandom(r *rand.Rand) ([]AssignMember, []GroupTopic) {
 	return members, topics
 }
 
-// TestAssignInvariants runs the assignor on random groups, each from the
+// TestShareAssignInvariants runs the assignor on random groups, each from the
 // result of the previous one (as the group does), and checks balance and
 // sharing, and that the result does not depend on input order.
-func TestAssignInvariants(t *testing.T) {
+func TestShareAssignInvariants(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for i := range 2000 {
-		members, topics := assignRandom(r)
-		var current map[string]GroupAssignment
+		members, topics := shareAssignRandom(r)
+		var current map[string]shareAssignment
 		for range 3 {
-			out := AssignSimple(members, topics, current)
-			assignCheck(t, members, topics, out)
+			out := assignShareSimple(members, topics, current)
+			shareAssignCheck(t, members, topics, out)
 			// Shuffled input, same output.
 			ms, ts := slices.Clone(members), slices.Clone(topics)
 			r.Shuffle(len(ms), func(a, b int) { ms[a], ms[b] = ms[b], ms[a] })
 			r.Shuffle(len(ts), func(a, b int) { ts[a], ts[b] = ts[b], ts[a] })
-			if again := AssignSimple(ms, ts, current); !maps.EqualFunc(out, again, GroupAssignment.Equal) {
+			if again := assignShareSimple(ms, ts, current); !maps.EqualFunc(out, again, shareAssignment.Equal) {
 				t.Fatalf("case %d: input order changed the result:\n%v\n%v", i, out, again)
 			}
 			// Again from its own result: nothing moves.
-			if again := AssignSimple(members, topics, out); assignMoved(out, again) != 0 {
+			if again := assignShareSimple(members, topics, out); shareAssignMoved(out, again) != 0 {
 				t.Fatalf("case %d: a second run moved partitions", i)
 			}
 			current = out
@@ -284,23 +284,23 @@ func TestAssignInvariants(t *testing.T) {
 				members = slices.Delete(slices.Clone(members), j, j+1)
 			default:
 				m := members[r.Intn(len(members))]
-				members = append(slices.Clone(members), AssignMember{ID: fmt.Sprintf("n%d", r.Intn(1000)), Topics: m.Topics})
-				slices.SortFunc(members, func(a, b AssignMember) int { return strings.Compare(a.ID, b.ID) })
-				members = slices.CompactFunc(members, func(a, b AssignMember) bool { return a.ID == b.ID })
+				members = append(slices.Clone(members), shareAssignMember{ID: fmt.Sprintf("n%d", r.Intn(1000)), Topics: m.Topics})
+				slices.SortFunc(members, func(a, b shareAssignMember) int { return strings.Compare(a.ID, b.ID) })
+				members = slices.CompactFunc(members, func(a, b shareAssignMember) bool { return a.ID == b.ID })
 			}
 		}
 	}
 }
 
-// TestAssignStickyJoinLeave: with at least as many partitions as
+// TestShareAssignStickyJoinLeave: with at least as many partitions as
 // members, a member joining takes partitions only from the others (who
 // lose, never gain), and a member leaving gives its partitions to the
 // others (who gain, never lose).
-func TestAssignStickyJoinLeave(t *testing.T) {
-	topics := []GroupTopic{{Name: "t", ID: groupFakeID("t"), Partitions: 12}, {Name: "u", ID: groupFakeID("u"), Partitions: 5}}
-	var members []AssignMember
-	var current map[string]GroupAssignment
-	subset := func(a, b GroupAssignment) bool {
+func TestShareAssignStickyJoinLeave(t *testing.T) {
+	topics := []shareTopic{{Name: "t", ID: shareFakeID("t"), Partitions: 12}, {Name: "u", ID: shareFakeID("u"), Partitions: 5}}
+	var members []shareAssignMember
+	var current map[string]shareAssignment
+	subset := func(a, b shareAssignment) bool {
 		for topic, ps := range a {
 			for _, p := range ps {
 				if !b.Has(topic, p) {
@@ -311,12 +311,12 @@ func TestAssignStickyJoinLeave(t *testing.T) {
 		return true
 	}
 	for i := range 17 {
-		members = append(members, AssignMember{ID: fmt.Sprintf("m%02d", i), Topics: []string{"t", "u"}})
-		out := AssignSimple(members, topics, current)
-		assignCheck(t, members, topics, out)
+		members = append(members, shareAssignMember{ID: fmt.Sprintf("m%02d", i), Topics: []string{"t", "u"}})
+		out := assignShareSimple(members, topics, current)
+		shareAssignCheck(t, members, topics, out)
 		for id, before := range current {
 			if !subset(out[id], before) {
-				t.Fatalf("join of member %d: %s gained %s -> %s", i, id, groupTPs(before), groupTPs(out[id]))
+				t.Fatalf("join of member %d: %s gained %s -> %s", i, id, shareGroupTPs(before), shareGroupTPs(out[id]))
 			}
 		}
 		current = out
@@ -324,12 +324,12 @@ func TestAssignStickyJoinLeave(t *testing.T) {
 	for len(members) > 1 {
 		gone := members[len(members)/2]
 		members = slices.Delete(members, len(members)/2, len(members)/2+1)
-		out := AssignSimple(members, topics, current)
-		assignCheck(t, members, topics, out)
+		out := assignShareSimple(members, topics, current)
+		shareAssignCheck(t, members, topics, out)
 		moved := 0
 		for id, after := range out {
 			if !subset(current[id], after) {
-				t.Fatalf("leave of %s: %s lost %s -> %s", gone.ID, id, groupTPs(current[id]), groupTPs(after))
+				t.Fatalf("leave of %s: %s lost %s -> %s", gone.ID, id, shareGroupTPs(current[id]), shareGroupTPs(after))
 			}
 			moved += after.Len() - current[id].Len()
 		}
@@ -340,24 +340,24 @@ func TestAssignStickyJoinLeave(t *testing.T) {
 	}
 }
 
-func BenchmarkAssignSimple(b *testing.B) {
-	var topics []GroupTopic
+func BenchmarkShareAssignSimple(b *testing.B) {
+	var topics []shareTopic
 	for i := range 10 {
 		name := fmt.Sprintf("t%d", i)
-		topics = append(topics, GroupTopic{Name: name, ID: groupFakeID(name), Partitions: 64})
+		topics = append(topics, shareTopic{Name: name, ID: shareFakeID(name), Partitions: 64})
 	}
-	var members []AssignMember
+	var members []shareAssignMember
 	for i := range 100 {
-		m := AssignMember{ID: fmt.Sprintf("m%03d", i)}
+		m := shareAssignMember{ID: fmt.Sprintf("m%03d", i)}
 		for _, tp := range topics {
 			m.Topics = append(m.Topics, tp.Name)
 		}
 		members = append(members, m)
 	}
-	current := AssignSimple(members, topics, nil)
+	current := assignShareSimple(members, topics, nil)
 	members = members[1:]
 	b.ResetTimer()
 	for range b.N {
-		AssignSimple(members, topics, current)
+		assignShareSimple(members, topics, current)
 	}
 }

@@ -1,4 +1,4 @@
-package share
+package group
 
 // The "simple" share group assignor (KIP-932's SimpleAssignor, the only
 // server-side assignor of share groups). Unlike a consumer group's, a
@@ -37,44 +37,44 @@ import (
 	"slices"
 )
 
-// AssignorName is the name ShareGroupDescribe reports.
-const AssignorName = "simple"
+// shareAssignorName is the name ShareGroupDescribe reports.
+const shareAssignorName = "simple"
 
-// GroupAssignment is a set of partitions by topic id. Partitions are
+// shareAssignment is a set of partitions by topic id. Partitions are
 // sorted and unique, and a topic present has at least one partition.
-type GroupAssignment map[[16]byte][]int32
+type shareAssignment map[[16]byte][]int32
 
-// GroupTopic is a topic as the group sees it: its name, id and partition
+// shareTopic is a topic as the group sees it: its name, id and partition
 // count.
-type GroupTopic struct {
+type shareTopic struct {
 	Name       string
 	ID         [16]byte
 	Partitions int32
 }
 
-// AssignMember is a member as the assignor sees it: its id and the names
+// shareAssignMember is a member as the assignor sees it: its id and the names
 // of the topics it subscribes to (topics that do not exist are ignored).
-type AssignMember struct {
+type shareAssignMember struct {
 	ID     string
 	Topics []string
 }
 
-// AssignSimple computes the target assignment of every member (each gets
+// assignShareSimple computes the target assignment of every member (each gets
 // an entry, possibly empty). topics are the subscribed topics that exist;
 // current is the assignment now (the previous target), for stickiness;
 // entries of members no longer present, topics gone and partitions beyond
 // a topic's count are ignored.
-func AssignSimple(members []AssignMember, topics []GroupTopic, current map[string]GroupAssignment) map[string]GroupAssignment {
+func assignShareSimple(members []shareAssignMember, topics []shareTopic, current map[string]shareAssignment) map[string]shareAssignment {
 	ms := slices.Clone(members)
-	slices.SortFunc(ms, func(a, b AssignMember) int { return cmp.Compare(a.ID, b.ID) })
-	ms = slices.CompactFunc(ms, func(a, b AssignMember) bool { return a.ID == b.ID })
+	slices.SortFunc(ms, func(a, b shareAssignMember) int { return cmp.Compare(a.ID, b.ID) })
+	ms = slices.CompactFunc(ms, func(a, b shareAssignMember) bool { return a.ID == b.ID })
 	ts := slices.Clone(topics)
-	slices.SortFunc(ts, func(a, b GroupTopic) int { return cmp.Compare(a.Name, b.Name) })
-	ts = slices.CompactFunc(ts, func(a, b GroupTopic) bool { return a.Name == b.Name })
+	slices.SortFunc(ts, func(a, b shareTopic) int { return cmp.Compare(a.Name, b.Name) })
+	ts = slices.CompactFunc(ts, func(a, b shareTopic) bool { return a.Name == b.Name })
 
-	out := make(map[string]GroupAssignment, len(ms))
+	out := make(map[string]shareAssignment, len(ms))
 	for _, m := range ms {
-		out[m.ID] = make(GroupAssignment)
+		out[m.ID] = make(shareAssignment)
 	}
 	// subs[i]: the indexes (into ts) of the topics member i subscribes to.
 	byName := make(map[string]int, len(ts))
@@ -99,17 +99,17 @@ func AssignSimple(members []AssignMember, topics []GroupTopic, current map[strin
 		}
 	}
 	pool := func(topicIdx []int, memberIdx []int) {
-		var parts []assignTP
+		var parts []shareAssignTP
 		for _, j := range topicIdx {
 			for p := int32(0); p < ts[j].Partitions; p++ {
-				parts = append(parts, assignTP{ts[j].ID, p})
+				parts = append(parts, shareAssignTP{ts[j].ID, p})
 			}
 		}
 		ids := make([]string, len(memberIdx))
 		for k, i := range memberIdx {
 			ids[k] = ms[i].ID
 		}
-		assignPool(parts, ids, current, out)
+		assignSharePool(parts, ids, current, out)
 	}
 	if homogeneous {
 		if len(ms) > 0 {
@@ -135,19 +135,19 @@ func AssignSimple(members []AssignMember, topics []GroupTopic, current map[strin
 	return out
 }
 
-// assignTP is a partition by topic id.
-type assignTP struct {
+// shareAssignTP is a partition by topic id.
+type shareAssignTP struct {
 	topic     [16]byte
 	partition int32
 }
 
-// assignPool assigns the partitions parts (in order) to the members ids
+// assignSharePool assigns the partitions parts (in order) to the members ids
 // (sorted), adding to out.
-func assignPool(parts []assignTP, ids []string, current map[string]GroupAssignment, out map[string]GroupAssignment) {
+func assignSharePool(parts []shareAssignTP, ids []string, current map[string]shareAssignment, out map[string]shareAssignment) {
 	if len(parts) == 0 || len(ids) == 0 {
 		return
 	}
-	index := make(map[assignTP]int, len(parts))
+	index := make(map[shareAssignTP]int, len(parts))
 	for k, tp := range parts {
 		index[tp] = k
 	}
@@ -161,7 +161,7 @@ func assignPool(parts []assignTP, ids []string, current map[string]GroupAssignme
 	for i, id := range ids {
 		for topic, ps := range current[id] {
 			for _, p := range ps {
-				if k, ok := index[assignTP{topic, p}]; ok {
+				if k, ok := index[shareAssignTP{topic, p}]; ok {
 					had[i] = append(had[i], k)
 				}
 			}
@@ -261,7 +261,7 @@ func assignPool(parts []assignTP, ids []string, current map[string]GroupAssignme
 }
 
 // add puts partition p of topic id in a.
-func (a GroupAssignment) add(id [16]byte, p int32) {
+func (a shareAssignment) add(id [16]byte, p int32) {
 	ps := a[id]
 	if i, ok := slices.BinarySearch(ps, p); !ok {
 		a[id] = slices.Insert(ps, i, p)
@@ -269,13 +269,13 @@ func (a GroupAssignment) add(id [16]byte, p int32) {
 }
 
 // Has reports whether a holds partition p of topic id.
-func (a GroupAssignment) Has(id [16]byte, p int32) bool {
+func (a shareAssignment) Has(id [16]byte, p int32) bool {
 	_, ok := slices.BinarySearch(a[id], p)
 	return ok
 }
 
 // Len is the number of partitions in a.
-func (a GroupAssignment) Len() int {
+func (a shareAssignment) Len() int {
 	n := 0
 	for _, ps := range a {
 		n += len(ps)
@@ -284,13 +284,13 @@ func (a GroupAssignment) Len() int {
 }
 
 // Equal reports whether a and b hold the same partitions.
-func (a GroupAssignment) Equal(b GroupAssignment) bool {
+func (a shareAssignment) Equal(b shareAssignment) bool {
 	return maps.EqualFunc(a, b, slices.Equal[[]int32])
 }
 
 // Clone returns a deep copy of a (never nil).
-func (a GroupAssignment) Clone() GroupAssignment {
-	out := make(GroupAssignment, len(a))
+func (a shareAssignment) Clone() shareAssignment {
+	out := make(shareAssignment, len(a))
 	for id, ps := range a {
 		out[id] = slices.Clone(ps)
 	}
@@ -298,7 +298,7 @@ func (a GroupAssignment) Clone() GroupAssignment {
 }
 
 // TopicIDs returns a's topic ids in byte order.
-func (a GroupAssignment) TopicIDs() [][16]byte {
+func (a shareAssignment) TopicIDs() [][16]byte {
 	ids := slices.Collect(maps.Keys(a))
 	slices.SortFunc(ids, func(x, y [16]byte) int { return bytes.Compare(x[:], y[:]) })
 	return ids

@@ -1,4 +1,4 @@
-package share
+package group
 
 // ShareGroupDescribe, versions 0-1 (KIP-932). AuthorizedOperations is
 // left at its default (the handler fills it when asked and ACLs exist).
@@ -15,16 +15,16 @@ import (
 // subscription and the assignment it was last told (a member that has
 // not heartbeated since the last epoch bump shows its old epoch and
 // assignment, as in Kafka).
-func (g *ShareGroup) Describe() kmsg.ShareGroupDescribeResponseGroup {
+func (g *shareMembership) Describe() kmsg.ShareGroupDescribeResponseGroup {
 	rg := kmsg.NewShareGroupDescribeResponseGroup()
 	rg.GroupID = g.id
 	if !g.Exists() {
-		return GroupDescribeNotFound(g.id, false)
+		return shareDescribeNotFound(g.id, false)
 	}
 	rg.GroupState = g.State()
 	rg.GroupEpoch = g.epoch
 	rg.AssignmentEpoch = g.assignmentEpoch
-	rg.Assignor = AssignorName
+	rg.Assignor = shareAssignorName
 	rg.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
 	for _, m := range g.ordered() {
 		rm := kmsg.NewShareGroupDescribeResponseGroupMember()
@@ -45,9 +45,9 @@ func (g *ShareGroup) Describe() kmsg.ShareGroupDescribeResponseGroup {
 	return rg
 }
 
-// GroupDescribeNotFound is ShareGroupDescribe's answer for a group that
+// shareDescribeNotFound is ShareGroupDescribe's answer for a group that
 // does not exist, or (otherType) is not a share group, as Kafka words it.
-func GroupDescribeNotFound(id string, otherType bool) kmsg.ShareGroupDescribeResponseGroup {
+func shareDescribeNotFound(id string, otherType bool) kmsg.ShareGroupDescribeResponseGroup {
 	rg := kmsg.NewShareGroupDescribeResponseGroup()
 	rg.GroupID = id
 	rg.ErrorCode = kerr.GroupIDNotFound.Code

@@ -1,11 +1,11 @@
-package group
+package metadata
 
 import "testing"
 
 // The expected values come from Java's formula, s[0]*31^(n-1) + ... +
 // s[n-1] in int32 arithmetic over UTF-16 code units, worked out by hand
 // ("ab" = 97*31 + 98 = 3105) or with that arithmetic elsewhere.
-func TestPartitionForMatchesJava(t *testing.T) {
+func TestPartitionForKeyMatchesJava(t *testing.T) {
 	for _, tc := range []struct {
 		group string
 		hash  int32
@@ -28,14 +28,14 @@ func TestPartitionForMatchesJava(t *testing.T) {
 		if h := javaStringHashCode(tc.group); h != tc.hash {
 			t.Errorf("hashCode(%q) = %d, want %d", tc.group, h, tc.hash)
 		}
-		if p := PartitionFor(tc.group, 50); p != tc.p50 {
-			t.Errorf("PartitionFor(%q, 50) = %d, want %d", tc.group, p, tc.p50)
+		if p := PartitionForKey(tc.group, 50); p != tc.p50 {
+			t.Errorf("PartitionForKey(%q, 50) = %d, want %d", tc.group, p, tc.p50)
 		}
 	}
-	if p := PartitionFor("my-group", 1); p != 0 {
+	if p := PartitionForKey("my-group", 1); p != 0 {
 		t.Errorf("one partition: got %d", p)
 	}
-	if p := PartitionFor("my-group", 0); p != 0 {
+	if p := PartitionForKey("my-group", 0); p != 0 {
 		t.Errorf("no partitions: got %d", p)
 	}
 }

@@ -1,8 +1,9 @@
-// Package groupcodec holds the pieces of Kafka's flexible group record
-// values (in __consumer_offsets) that consumer groups (internal/group) and
-// share groups (internal/share) both write and read: tag buffers, string
-// arrays and []TopicPartitions assignments.
-package groupcodec
+package group
+
+// The pieces of Kafka's flexible group record values (in
+// __consumer_offsets) that consumer groups (consumer_records.go) and
+// share groups (share_records.go) both write and read: tag buffers,
+// string arrays and []TopicPartitions assignments.
 
 import (
 	"maps"
@@ -11,11 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// AppendTags appends an empty tag buffer.
-func AppendTags(b []byte) []byte { return kbin.AppendUvarint(b, 0) }
+// appendTags appends an empty tag buffer.
+func appendTags(b []byte) []byte { return kbin.AppendUvarint(b, 0) }
 
-// AppendCompactStrings appends a compact array of compact strings.
-func AppendCompactStrings(b []byte, ss []string) []byte {
+// appendCompactStrings appends a compact array of compact strings.
+func appendCompactStrings(b []byte, ss []string) []byte {
 	b = kbin.AppendCompactArrayLen(b, len(ss))
 	for _, s := range ss {
 		b = kbin.AppendCompactString(b, s)
@@ -23,9 +24,9 @@ func AppendCompactStrings(b []byte, ss []string) []byte {
 	return b
 }
 
-// AppendTopicPartitions appends an assignment as Kafka's []TopicPartitions,
+// appendTopicPartitions appends an assignment as Kafka's []TopicPartitions,
 // topics in id order.
-func AppendTopicPartitions(b []byte, a map[[16]byte][]int32) []byte {
+func appendTopicPartitions(b []byte, a map[[16]byte][]int32) []byte {
 	ids := slices.SortedFunc(maps.Keys(a), func(x, y [16]byte) int { return slices.Compare(x[:], y[:]) })
 	b = kbin.AppendCompactArrayLen(b, len(ids))
 	for _, id := range ids {
@@ -35,16 +36,16 @@ func AppendTopicPartitions(b []byte, a map[[16]byte][]int32) []byte {
 		for _, p := range ps {
 			b = kbin.AppendInt32(b, p)
 		}
-		b = AppendTags(b)
+		b = appendTags(b)
 	}
 	return b
 }
 
-// Reader reads a flexible value.
-type Reader struct{ kbin.Reader }
+// flexReader reads a flexible value.
+type flexReader struct{ kbin.Reader }
 
 // SkipTags skips a tag buffer (fields Kafka added after version 0).
-func (r *Reader) SkipTags() {
+func (r *flexReader) SkipTags() {
 	n := r.Uvarint()
 	for i := uint32(0); i < n && r.Ok(); i++ {
 		r.Uvarint() // tag
@@ -53,7 +54,7 @@ func (r *Reader) SkipTags() {
 }
 
 // CompactStrings reads a compact array of compact strings (nil for null).
-func (r *Reader) CompactStrings() []string {
+func (r *flexReader) CompactStrings() []string {
 	n := r.CompactArrayLen()
 	if n < 0 {
 		return nil
@@ -67,7 +68,7 @@ func (r *Reader) CompactStrings() []string {
 
 // TopicPartitions reads []TopicPartitions; each topic's partitions come
 // back sorted and without duplicates, topics named twice merged.
-func (r *Reader) TopicPartitions() map[[16]byte][]int32 {
+func (r *flexReader) TopicPartitions() map[[16]byte][]int32 {
 	a := make(map[[16]byte][]int32)
 	n := r.CompactArrayLen()
 	for i := int32(0); i < n && r.Ok(); i++ {

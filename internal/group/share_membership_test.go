@@ -1,4 +1,4 @@
-package share
+package group
 
 import (
 	"errors"
@@ -16,36 +16,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupFakeTopics: a topic's id is its name, zero padded.
-type groupFakeTopics map[string]int32
+// shareFakeTopics: a topic's id is its name, zero padded.
+type shareFakeTopics map[string]int32
 
-func (f groupFakeTopics) GroupTopic(name string) (GroupTopic, bool) {
+func (f shareFakeTopics) GroupTopic(name string) (shareTopic, bool) {
 	n, ok := f[name]
-	return GroupTopic{Name: name, ID: groupFakeID(name), Partitions: n}, ok
+	return shareTopic{Name: name, ID: shareFakeID(name), Partitions: n}, ok
 }
 
-func groupFakeID(name string) [16]byte {
+func shareFakeID(name string) [16]byte {
 	var id [16]byte
 	copy(id[:], name)
 	return id
 }
 
-func groupFakeName(id [16]byte) string { return strings.TrimRight(string(id[:]), "\x00") }
+func shareFakeName(id [16]byte) string { return strings.TrimRight(string(id[:]), "\x00") }
 
-// groupTPs prints an assignment as topic/partition, sorted.
-func groupTPs(a GroupAssignment) string {
+// shareGroupTPs prints an assignment as topic/partition, sorted.
+func shareGroupTPs(a shareAssignment) string {
 	var parts []string
-	for _, id := range slices.SortedFunc(maps.Keys(a), func(x, y [16]byte) int { return strings.Compare(groupFakeName(x), groupFakeName(y)) }) {
+	for _, id := range slices.SortedFunc(maps.Keys(a), func(x, y [16]byte) int { return strings.Compare(shareFakeName(x), shareFakeName(y)) }) {
 		for _, p := range a[id] {
-			parts = append(parts, fmt.Sprintf("%s/%d", groupFakeName(id), p))
+			parts = append(parts, fmt.Sprintf("%s/%d", shareFakeName(id), p))
 		}
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-var groupEpoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var shareEpoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// groupHarness drives one ShareGroup from datadriven commands:
+// shareMembershipHarness drives one shareMembership from datadriven commands:
 //
 //	config [session=45s] [interval=5s] [max=N]   a new group (group "g")
 //	topic name=t partitions=N                    (0 deletes the topic)
@@ -60,39 +60,39 @@ var groupEpoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Without join or leave a heartbeat uses the alias' last epoch and sends
 // no subscription unless topics= is given; a join subscribes to (t)
 // unless topics= says otherwise.
-type groupHarness struct {
+type shareMembershipHarness struct {
 	t      *testing.T
 	now    time.Time
-	topics groupFakeTopics
-	cfg    GroupConfig
-	g      *ShareGroup
+	topics shareFakeTopics
+	cfg    shareGroupConfig
+	g      *shareMembership
 	idSeq  int
 
-	log     []GroupRecord // every record written
-	printed int           // records already printed
+	log     []Record // every record written
+	printed int      // records already printed
 	ids     map[string]string
 	epochs  map[string]int32
 	clients map[string]string
 }
 
-func newGroupHarness(t *testing.T) *groupHarness {
-	h := &groupHarness{t: t, now: groupEpoch0, topics: groupFakeTopics{"t": 4, "u": 2},
+func newShareMembershipHarness(t *testing.T) *shareMembershipHarness {
+	h := &shareMembershipHarness{t: t, now: shareEpoch0, topics: shareFakeTopics{"t": 4, "u": 2},
 		ids: map[string]string{}, epochs: map[string]int32{}, clients: map[string]string{}}
-	h.configure(DefaultGroupConfig())
+	h.configure(defaultShareGroupConfig())
 	return h
 }
 
-func (h *groupHarness) configure(cfg GroupConfig) {
+func (h *shareMembershipHarness) configure(cfg shareGroupConfig) {
 	cfg.NewMemberID = func() string { h.idSeq++; return fmt.Sprintf("m%d", h.idSeq) }
 	if err := cfg.Validate(); err != nil {
 		h.t.Fatal(err)
 	}
 	h.cfg = cfg
-	h.g = NewShareGroup("g", cfg, h.topics)
+	h.g = newShareMembership("g", cfg, h.topics)
 	h.log, h.printed = nil, 0
 }
 
-func groupArg(d *datadriven.TestData, key, def string) string {
+func shareArg(d *datadriven.TestData, key, def string) string {
 	for _, a := range d.CmdArgs {
 		if a.Key == key {
 			if len(a.Vals) == 0 {
@@ -104,7 +104,7 @@ func groupArg(d *datadriven.TestData, key, def string) string {
 	return def
 }
 
-func groupArgs(d *datadriven.TestData, key string) []string {
+func shareArgs(d *datadriven.TestData, key string) []string {
 	for _, a := range d.CmdArgs {
 		if a.Key == key {
 			return a.Vals
@@ -113,16 +113,16 @@ func groupArgs(d *datadriven.TestData, key string) []string {
 	return nil
 }
 
-func (h *groupHarness) int(d *datadriven.TestData, key string, def int) int {
-	v, err := strconv.Atoi(groupArg(d, key, strconv.Itoa(def)))
+func (h *shareMembershipHarness) int(d *datadriven.TestData, key string, def int) int {
+	v, err := strconv.Atoi(shareArg(d, key, strconv.Itoa(def)))
 	if err != nil {
 		d.Fatalf(h.t, "%s: %v", key, err)
 	}
 	return v
 }
 
-func (h *groupHarness) dur(d *datadriven.TestData, key string, def time.Duration) time.Duration {
-	s := groupArg(d, key, "")
+func (h *shareMembershipHarness) dur(d *datadriven.TestData, key string, def time.Duration) time.Duration {
+	s := shareArg(d, key, "")
 	if s == "" {
 		return def
 	}
@@ -133,7 +133,7 @@ func (h *groupHarness) dur(d *datadriven.TestData, key string, def time.Duration
 	return v
 }
 
-func groupCode(c int16) string {
+func shareCode(c int16) string {
 	if c == 0 {
 		return "NONE"
 	}
@@ -144,26 +144,26 @@ func groupCode(c int16) string {
 	return strconv.Itoa(int(c))
 }
 
-func (h *groupHarness) apply(ch GroupChange) string {
+func (h *shareMembershipHarness) apply(ch shareChange) string {
 	h.log = append(h.log, ch.Records...)
 	var b strings.Builder
 	for _, r := range ch.Removed {
-		fmt.Fprintf(&b, "removed %s (%s) had %s\n", r.MemberID, r.Reason, groupTPs(r.Assigned))
+		fmt.Fprintf(&b, "removed %s (%s) had %s\n", r.MemberID, r.Reason, shareGroupTPs(r.Assigned))
 	}
 	return b.String()
 }
 
-func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
+func (h *shareMembershipHarness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "config":
-		cfg := DefaultGroupConfig()
+		cfg := defaultShareGroupConfig()
 		cfg.SessionTimeout = h.dur(d, "session", cfg.SessionTimeout)
 		cfg.HeartbeatInterval = h.dur(d, "interval", cfg.HeartbeatInterval)
 		cfg.MaxSize = h.int(d, "max", cfg.MaxSize)
 		h.configure(cfg)
 		return "ok"
 	case "topic":
-		name := groupArg(d, "name", "")
+		name := shareArg(d, "name", "")
 		if n := h.int(d, "partitions", 0); n > 0 {
 			h.topics[name] = int32(n)
 		} else {
@@ -179,15 +179,15 @@ func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		h.now = h.now.Add(v)
 		out := h.apply(h.g.Expire(h.now))
-		return out + fmt.Sprintf("now +%s", h.now.Sub(groupEpoch0))
+		return out + fmt.Sprintf("now +%s", h.now.Sub(shareEpoch0))
 	case "state":
 		return h.state(h.g)
 	case "describe":
-		return groupDescribe(h.g.Describe())
+		return shareDescribeString(h.g.Describe())
 	case "records":
 		var b strings.Builder
 		for _, r := range h.log[h.printed:] {
-			b.WriteString(groupRecordString(r))
+			b.WriteString(shareRecordString(r))
 			b.WriteByte('\n')
 		}
 		h.printed = len(h.log)
@@ -198,7 +198,7 @@ func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
 	case "snapshot":
 		var b strings.Builder
 		for _, r := range h.g.Snapshot() {
-			b.WriteString(groupRecordString(r))
+			b.WriteString(shareRecordString(r))
 			b.WriteByte('\n')
 		}
 		return b.String()
@@ -211,7 +211,7 @@ func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
 	case "delete":
 		recs, code := h.g.Delete()
 		h.log = append(h.log, recs...)
-		return fmt.Sprintf("delete: %s state=%s", groupCode(code), h.g.State())
+		return fmt.Sprintf("delete: %s state=%s", shareCode(code), h.g.State())
 	case "undo-delete":
 		h.g.UndoDelete()
 		return "state=" + h.g.State()
@@ -221,18 +221,18 @@ func (h *groupHarness) run(t *testing.T, d *datadriven.TestData) string {
 	}
 }
 
-func (h *groupHarness) heartbeat(d *datadriven.TestData) string {
-	alias := groupArg(d, "member", "")
+func (h *shareMembershipHarness) heartbeat(d *datadriven.TestData) string {
+	alias := shareArg(d, "member", "")
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version = int16(h.int(d, "v", 1))
-	req.GroupID = groupArg(d, "group", "g")
+	req.GroupID = shareArg(d, "group", "g")
 	id, ok := h.ids[alias]
 	if !ok {
 		id = alias
 	}
 	switch {
 	case d.HasArg("id"):
-		id = groupArg(d, "id", "")
+		id = shareArg(d, "id", "")
 	case d.HasArg("noid"):
 		id = ""
 	}
@@ -242,7 +242,7 @@ func (h *groupHarness) heartbeat(d *datadriven.TestData) string {
 		req.MemberEpoch = 0
 		req.SubscribedTopicNames = []string{"t"}
 	case d.HasArg("leave"):
-		req.MemberEpoch = groupLeaveEpoch
+		req.MemberEpoch = shareLeaveEpoch
 	default:
 		req.MemberEpoch = h.epochs[alias]
 	}
@@ -251,39 +251,39 @@ func (h *groupHarness) heartbeat(d *datadriven.TestData) string {
 	}
 	if d.HasArg("topics") {
 		req.SubscribedTopicNames = []string{}
-		for _, t := range groupArgs(d, "topics") {
+		for _, t := range shareArgs(d, "topics") {
 			if t != "" {
 				req.SubscribedTopicNames = append(req.SubscribedTopicNames, t)
 			}
 		}
 	}
 	if d.HasArg("rack") {
-		rack := groupArg(d, "rack", "")
+		rack := shareArg(d, "rack", "")
 		req.RackID = &rack
 	}
 	if d.HasArg("client") {
-		h.clients[alias] = groupArg(d, "client", "")
+		h.clients[alias] = shareArg(d, "client", "")
 	}
-	client := GroupClient{ID: alias, Host: "/10.0.0.1"}
+	client := shareClient{ID: alias, Host: "/10.0.0.1"}
 	if c, ok := h.clients[alias]; ok {
 		client.ID = c
 	}
 	resp, ch := h.g.Heartbeat(req, client, h.now)
 	var b strings.Builder
-	fmt.Fprintf(&b, "hb %s: %s", alias, groupCode(resp.ErrorCode))
+	fmt.Fprintf(&b, "hb %s: %s", alias, shareCode(resp.ErrorCode))
 	if resp.ErrorCode == 0 {
 		if resp.MemberID != nil && *resp.MemberID != alias {
 			fmt.Fprintf(&b, " member=%s", *resp.MemberID)
 		}
 		fmt.Fprintf(&b, " epoch=%d", resp.MemberEpoch)
 		if resp.Assignment != nil {
-			a := make(GroupAssignment)
+			a := make(shareAssignment)
 			for _, t := range resp.Assignment.TopicPartitions {
 				for _, p := range t.Partitions {
 					a.add(t.TopicID, p)
 				}
 			}
-			fmt.Fprintf(&b, " assigned=%s", groupTPs(a))
+			fmt.Fprintf(&b, " assigned=%s", shareGroupTPs(a))
 		}
 		if resp.HeartbeatIntervalMillis != 5000 {
 			fmt.Fprintf(&b, " interval=%dms", resp.HeartbeatIntervalMillis)
@@ -306,7 +306,7 @@ func (h *groupHarness) heartbeat(d *datadriven.TestData) string {
 }
 
 // state prints the group from the inside.
-func (h *groupHarness) state(g *ShareGroup) string {
+func (h *shareMembershipHarness) state(g *shareMembership) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s epoch=%d assignment-epoch=%d exists=%t\n", g.id, g.State(), g.epoch, g.assignmentEpoch, g.Exists())
 	for _, m := range g.ordered() {
@@ -315,25 +315,25 @@ func (h *groupHarness) state(g *ShareGroup) string {
 			rack = " rack=" + *m.rackID
 		}
 		fmt.Fprintf(&b, "  %s topics=%s%s epoch=%d prev=%d assigned=%s target=%s seen=-%s\n", m.id, strings.Join(m.topics, ","), rack,
-			m.epoch, m.prevEpoch, groupTPs(m.assigned), groupTPs(g.target[m.id]), h.now.Sub(m.lastHeartbeat))
+			m.epoch, m.prevEpoch, shareGroupTPs(m.assigned), shareGroupTPs(g.target[m.id]), h.now.Sub(m.lastHeartbeat))
 	}
 	return b.String()
 }
 
-func groupDescribe(rg kmsg.ShareGroupDescribeResponseGroup) string {
+func shareDescribeString(rg kmsg.ShareGroupDescribeResponseGroup) string {
 	var b strings.Builder
 	if rg.ErrorCode != 0 {
 		msg := ""
 		if rg.ErrorMessage != nil {
 			msg = " (" + *rg.ErrorMessage + ")"
 		}
-		return fmt.Sprintf("describe %s: %s%s\n", rg.GroupID, groupCode(rg.ErrorCode), msg)
+		return fmt.Sprintf("describe %s: %s%s\n", rg.GroupID, shareCode(rg.ErrorCode), msg)
 	}
 	fmt.Fprintf(&b, "describe %s: state=%s epoch=%d assignment-epoch=%d assignor=%s\n", rg.GroupID, rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor)
 	for _, m := range rg.Members {
 		var parts []string
 		for _, t := range m.Assignment.TopicPartitions {
-			if t.Topic != groupFakeName(t.TopicID) {
+			if t.Topic != shareFakeName(t.TopicID) {
 				parts = append(parts, "BADNAME")
 			}
 			for _, p := range t.Partitions {
@@ -351,15 +351,15 @@ func groupDescribe(rg kmsg.ShareGroupDescribeResponseGroup) string {
 	return b.String()
 }
 
-// groupRecordString decodes a record for "records".
-func groupRecordString(r GroupRecord) string {
-	k, err := decodeGroupKey(r.Key)
+// shareRecordString decodes a record for "records".
+func shareRecordString(r Record) string {
+	k, err := decodeShareKey(r.Key)
 	if err != nil {
 		return err.Error()
 	}
 	names := map[int16]string{
-		groupRecMember: "member", groupRecMetadata: "epoch", groupRecTargetMeta: "target-epoch",
-		groupRecTarget: "target", groupRecCurrent: "current",
+		shareRecMember: "member", shareRecMetadata: "epoch", shareRecTargetMeta: "target-epoch",
+		shareRecTarget: "target", shareRecCurrent: "current",
 	}
 	s := fmt.Sprintf("%d %s %s", k.typ, k.group, names[k.typ])
 	if k.member != "" {
@@ -368,25 +368,25 @@ func groupRecordString(r GroupRecord) string {
 	if r.Value == nil {
 		return s + " tombstone"
 	}
-	v, err := decodeGroupValue(k.typ, r.Value)
+	v, err := decodeShareValue(k.typ, r.Value)
 	if err != nil {
 		return s + " " + err.Error()
 	}
 	switch v := v.(type) {
-	case groupEpochValue:
+	case shareEpochValue:
 		return fmt.Sprintf("%s=%d hash=%t", s, v.epoch, v.hash != 0)
 	case int32:
 		return fmt.Sprintf("%s=%d", s, v)
-	case *groupMemberValue:
+	case *shareMemberValue:
 		rack := "-"
 		if v.rackID != nil {
 			rack = *v.rackID
 		}
 		return fmt.Sprintf("%s client=%s host=%s rack=%s topics=%s", s, v.clientID, v.clientHost, rack, strings.Join(v.topics, ","))
-	case GroupAssignment:
-		return s + " " + groupTPs(v)
-	case *groupCurrentValue:
-		return fmt.Sprintf("%s epoch=%d prev=%d state=%d assigned=%s", s, v.epoch, v.prevEpoch, v.state, groupTPs(v.assigned))
+	case shareAssignment:
+		return s + " " + shareGroupTPs(v)
+	case *shareCurrentValue:
+		return fmt.Sprintf("%s epoch=%d prev=%d state=%d assigned=%s", s, v.epoch, v.prevEpoch, v.state, shareGroupTPs(v.assigned))
 	}
 	return s
 }
@@ -395,8 +395,8 @@ func groupRecordString(r GroupRecord) string {
 // coordinator taking over the partition does, checks that it equals the
 // live group (but for sessions, which restart at the load) and carries
 // on with it.
-func (h *groupHarness) failover() string {
-	l := NewGroupLoader()
+func (h *shareMembershipHarness) failover() string {
+	l := newShareLoader()
 	for _, r := range h.log {
 		if err := l.Add(r); err != nil {
 			h.t.Fatalf("replay: %v", err)
@@ -409,15 +409,15 @@ func (h *groupHarness) failover() string {
 		b.WriteString("replay: group missing\n")
 	case len(gs) == 0:
 		b.WriteString("replay: no group\n")
-		h.g = NewShareGroup("g", h.cfg, h.topics)
+		h.g = newShareMembership("g", h.cfg, h.topics)
 	default:
 		replayed := gs[0]
 		for _, m := range h.g.members {
 			m.lastHeartbeat = h.now // sessions restart at the load
 		}
 		live, got := h.state(h.g), h.state(replayed)
-		live += groupDescribe(h.g.Describe())
-		got += groupDescribe(replayed.Describe())
+		live += shareDescribeString(h.g.Describe())
+		got += shareDescribeString(replayed.Describe())
 		if live != got || replayed.metadataHash != h.g.metadataHash {
 			fmt.Fprintf(&b, "replay differs:\nlive:\n%sreplayed:\n%s", live, got)
 		} else {
@@ -428,19 +428,19 @@ func (h *groupHarness) failover() string {
 	return b.String()
 }
 
-// TestGroupDataDriven runs testdata/group_*. Regenerate the expected
-// output with -rewrite.
-func TestGroupDataDriven(t *testing.T) {
-	paths, err := filepath.Glob("testdata/group_*")
+// TestShareMembershipDataDriven runs testdata/sharegroup/group_*.
+// Regenerate the expected output with -rewrite.
+func TestShareMembershipDataDriven(t *testing.T) {
+	paths, err := filepath.Glob("testdata/sharegroup/group_*")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 {
-		t.Fatal("no testdata/group_* files")
+		t.Fatal("no testdata/sharegroup/group_* files")
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			h := newGroupHarness(t)
+			h := newShareMembershipHarness(t)
 			datadriven.RunTest(t, path, h.run)
 		})
 	}

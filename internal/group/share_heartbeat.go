@@ -1,4 +1,4 @@
-package share
+package group
 
 // ShareGroupHeartbeat, versions 0-1 (KIP-932): joins (member epoch 0),
 // heartbeats and leaves (-1). v1 members bring their own member id (a
@@ -32,50 +32,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupLeaveEpoch is the member epoch of a leave.
-const groupLeaveEpoch = -1
+// shareLeaveEpoch is the member epoch of a leave.
+const shareLeaveEpoch = -1
 
-// groupError is a failed heartbeat: a code and Kafka's message.
-type groupError struct {
+// shareError is a failed heartbeat: a code and Kafka's message.
+type shareError struct {
 	code int16
 	msg  string
 }
 
-func groupErr(e *kerr.Error, format string, args ...any) *groupError {
-	return &groupError{code: e.Code, msg: fmt.Sprintf(format, args...)}
+func shareErr(e *kerr.Error, format string, args ...any) *shareError {
+	return &shareError{code: e.Code, msg: fmt.Sprintf(format, args...)}
 }
 
-func blank(s string) bool { return strings.TrimSpace(s) == "" }
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// ValidateGroupHeartbeat is Kafka's check of a ShareGroupHeartbeat before
+// checkShareHeartbeat is Kafka's check of a ShareGroupHeartbeat before
 // the group is looked at: 0 or INVALID_REQUEST with its message.
-func ValidateGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) (int16, string) {
-	if e := validateGroupHeartbeat(req); e != nil {
+func checkShareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) (int16, string) {
+	if e := validateShareHeartbeat(req); e != nil {
 		return e.code, e.msg
 	}
 	return 0, ""
 }
 
-func validateGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) *groupError {
-	invalid := func(msg string) *groupError { return groupErr(kerr.InvalidRequest, "%s", msg) }
+func validateShareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) *shareError {
+	invalid := func(msg string) *shareError { return shareErr(kerr.InvalidRequest, "%s", msg) }
 	switch {
-	case blank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch != 0):
+	case isBlank(req.MemberID) && (req.Version >= 1 || req.MemberEpoch != 0):
 		return invalid("MemberId can't be empty.")
-	case blank(req.GroupID):
+	case isBlank(req.GroupID):
 		return invalid("GroupId can't be empty.")
-	case req.RackID != nil && blank(*req.RackID):
+	case req.RackID != nil && isBlank(*req.RackID):
 		return invalid("RackId can't be empty.")
 	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
 		return invalid("SubscribedTopicNames must be set in first request.")
-	case req.MemberEpoch < groupLeaveEpoch:
+	case req.MemberEpoch < shareLeaveEpoch:
 		return invalid("MemberEpoch is invalid.")
 	}
 	return nil
 }
 
-// GroupErrorResponse is a ShareGroupHeartbeat answer with an error (the
+// shareHeartbeatError is a ShareGroupHeartbeat answer with an error (the
 // owner's own errors: NOT_COORDINATOR, a failed write, ...).
-func GroupErrorResponse(req *kmsg.ShareGroupHeartbeatRequest, code int16, msg string) *kmsg.ShareGroupHeartbeatResponse {
+func shareHeartbeatError(req *kmsg.ShareGroupHeartbeatRequest, code int16, msg string) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.ErrorCode = code
 	if msg != "" {
@@ -89,47 +89,47 @@ func GroupErrorResponse(req *kmsg.ShareGroupHeartbeatRequest, code int16, msg st
 // change's records are durable (a failed write answers the write's error
 // instead, and the owner rewrites Snapshot at the next change), and the
 // change. A failed request changes nothing.
-func (g *ShareGroup) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client GroupClient, now time.Time) (*kmsg.ShareGroupHeartbeatResponse, GroupChange) {
-	var ch GroupChange
+func (g *shareMembership) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client shareClient, now time.Time) (*kmsg.ShareGroupHeartbeatResponse, shareChange) {
+	var ch shareChange
 	resp, e := g.heartbeat(req, client, now, &ch)
 	if e != nil {
-		return GroupErrorResponse(req, e.code, e.msg), GroupChange{}
+		return shareHeartbeatError(req, e.code, e.msg), shareChange{}
 	}
 	return resp, ch
 }
 
-func (g *ShareGroup) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client GroupClient, now time.Time, ch *GroupChange) (*kmsg.ShareGroupHeartbeatResponse, *groupError) {
-	if e := validateGroupHeartbeat(req); e != nil {
+func (g *shareMembership) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client shareClient, now time.Time, ch *shareChange) (*kmsg.ShareGroupHeartbeatResponse, *shareError) {
+	if e := validateShareHeartbeat(req); e != nil {
 		return nil, e
 	}
 	switch {
 	case g.dead:
 		// Being deleted: the client looks the coordinator up again.
-		return nil, &groupError{code: kerr.CoordinatorNotAvailable.Code}
+		return nil, &shareError{code: kerr.CoordinatorNotAvailable.Code}
 	case g.epoch == 0 && req.MemberEpoch != 0:
-		return nil, groupErr(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
-	case req.MemberEpoch == groupLeaveEpoch:
+		return nil, shareErr(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
+	case req.MemberEpoch == shareLeaveEpoch:
 		return g.leave(req, ch)
-	case len(g.members) >= g.cfg.MaxSize && (blank(req.MemberID) || g.members[req.MemberID] == nil):
-		return nil, groupErr(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
+	case len(g.members) >= g.cfg.MaxSize && (isBlank(req.MemberID) || g.members[req.MemberID] == nil):
+		return nil, shareErr(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
 	}
 
 	memberID := req.MemberID
-	if blank(memberID) { // v0 join: the coordinator names the member
+	if isBlank(memberID) { // v0 join: the coordinator names the member
 		memberID = g.cfg.newMemberID()
 	}
 	m := g.members[memberID]
 	switch {
 	case m == nil && req.MemberEpoch != 0:
-		return nil, groupErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
+		return nil, shareErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 	case m == nil:
-		m = &groupMember{id: memberID, assigned: make(GroupAssignment)}
+		m = &shareMember{id: memberID, assigned: make(shareAssignment)}
 	case req.MemberEpoch == 0:
 		// A known member rejoining: taken back in place (see above).
 	case req.MemberEpoch > m.epoch:
-		return nil, groupErr(kerr.FencedMemberEpoch, "The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
+		return nil, shareErr(kerr.FencedMemberEpoch, "The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
 	case req.MemberEpoch < m.epoch && req.MemberEpoch != m.prevEpoch:
-		return nil, groupErr(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d), and it does not match the previous member epoch (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch, m.prevEpoch)
+		return nil, shareErr(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d), and it does not match the previous member epoch (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch, m.prevEpoch)
 	}
 
 	// Valid: from here on the heartbeat changes the group.
@@ -140,10 +140,10 @@ func (g *ShareGroup) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Grou
 	m.lastHeartbeat = now
 	if isNew {
 		g.members[m.id] = m
-		g.target[m.id] = make(GroupAssignment)
+		g.target[m.id] = make(shareAssignment)
 	}
 	if changed || isNew {
-		ch.add(groupMemberRecord(g.id, m))
+		ch.add(shareMemberRecord(g.id, m))
 	}
 	if subscribed || isNew || g.topicsChanged() {
 		g.bump(ch)
@@ -161,14 +161,14 @@ func (g *ShareGroup) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Grou
 	// with its previous epoch: the answer that moved it on, and carried
 	// its new assignment, was lost.
 	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || lost || (reconciled && !m.assigned.Equal(before)) {
-		resp.Assignment = groupResponseAssignment(m.assigned)
+		resp.Assignment = shareResponseAssignment(m.assigned)
 	}
 	return resp, nil
 }
 
 // apply applies a heartbeat's member fields (nil: unchanged) and reports
 // whether the subscription changed and whether anything persisted did.
-func (m *groupMember) apply(req *kmsg.ShareGroupHeartbeatRequest, client GroupClient) (subscribed, changed bool) {
+func (m *shareMember) apply(req *kmsg.ShareGroupHeartbeatRequest, client shareClient) (subscribed, changed bool) {
 	if m.clientID != client.ID || m.clientHost != client.Host {
 		m.clientID, m.clientHost, changed = client.ID, client.Host, true
 	}
@@ -189,19 +189,19 @@ func (m *groupMember) apply(req *kmsg.ShareGroupHeartbeatRequest, client GroupCl
 }
 
 // leave serves member epoch -1.
-func (g *ShareGroup) leave(req *kmsg.ShareGroupHeartbeatRequest, ch *GroupChange) (*kmsg.ShareGroupHeartbeatResponse, *groupError) {
+func (g *shareMembership) leave(req *kmsg.ShareGroupHeartbeatRequest, ch *shareChange) (*kmsg.ShareGroupHeartbeatResponse, *shareError) {
 	m := g.members[req.MemberID]
 	if m == nil {
-		return nil, groupErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id)
+		return nil, shareErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id)
 	}
 	g.remove(m, "left", ch)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	id := req.MemberID
-	resp.MemberID, resp.MemberEpoch = &id, groupLeaveEpoch
+	resp.MemberID, resp.MemberEpoch = &id, shareLeaveEpoch
 	return resp, nil
 }
 
-func groupResponseAssignment(a GroupAssignment) *kmsg.ShareGroupHeartbeatResponseAssignment {
+func shareResponseAssignment(a shareAssignment) *kmsg.ShareGroupHeartbeatResponseAssignment {
 	out := kmsg.NewShareGroupHeartbeatResponseAssignment()
 	out.TopicPartitions = []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}
 	for _, id := range a.TopicIDs() {

@@ -1,4 +1,4 @@
-package share
+package group
 
 // Rebuilding share groups from their __consumer_offsets records, as a
 // coordinator taking over a partition does. Records are replayed in log
@@ -14,75 +14,75 @@ import (
 	"time"
 )
 
-// GroupLoader replays share group records. Its zero value is not usable;
-// see NewGroupLoader.
-type GroupLoader struct {
-	groups map[string]*loadingGroup
+// shareLoader replays share group records. Its zero value is not usable;
+// see newShareLoader.
+type shareLoader struct {
+	groups map[string]*loadingShare
 }
 
-// loadingGroup is what the records replayed so far say about one group.
-type loadingGroup struct {
-	meta        *groupEpochValue
+// loadingShare is what the records replayed so far say about one group.
+type loadingShare struct {
+	meta        *shareEpochValue
 	targetEpoch int32
-	members     map[string]*groupMemberValue
-	targets     map[string]GroupAssignment
-	current     map[string]*groupCurrentValue
+	members     map[string]*shareMemberValue
+	targets     map[string]shareAssignment
+	current     map[string]*shareCurrentValue
 }
 
-// NewGroupLoader returns an empty loader.
-func NewGroupLoader() *GroupLoader { return &GroupLoader{groups: make(map[string]*loadingGroup)} }
+// newShareLoader returns an empty loader.
+func newShareLoader() *shareLoader { return &shareLoader{groups: make(map[string]*loadingShare)} }
 
 // Add replays one record. A record that does not decode returns an error
-// wrapping ErrCorruptGroupRecord and changes nothing (the caller logs it
+// wrapping errCorruptShareRecord and changes nothing (the caller logs it
 // and goes on); record types Berth does not read (9, 15) are ignored.
-func (l *GroupLoader) Add(r GroupRecord) error {
-	k, err := decodeGroupKey(r.Key)
+func (l *shareLoader) Add(r Record) error {
+	k, err := decodeShareKey(r.Key)
 	if err != nil {
 		return err
 	}
 	var v any
 	if r.Value != nil {
-		if v, err = decodeGroupValue(k.typ, r.Value); err != nil {
+		if v, err = decodeShareValue(k.typ, r.Value); err != nil {
 			return err
 		}
 	}
 	lg := l.groups[k.group]
 	if lg == nil {
-		lg = &loadingGroup{
-			members: make(map[string]*groupMemberValue),
-			targets: make(map[string]GroupAssignment),
-			current: make(map[string]*groupCurrentValue),
+		lg = &loadingShare{
+			members: make(map[string]*shareMemberValue),
+			targets: make(map[string]shareAssignment),
+			current: make(map[string]*shareCurrentValue),
 		}
 		l.groups[k.group] = lg
 	}
 	tomb := r.Value == nil
 	switch k.typ {
-	case groupRecMetadata:
+	case shareRecMetadata:
 		if tomb {
 			lg.meta = nil
 		} else {
-			m := v.(groupEpochValue)
+			m := v.(shareEpochValue)
 			lg.meta = &m
 		}
-	case groupRecTargetMeta:
+	case shareRecTargetMeta:
 		lg.targetEpoch = 0
 		if !tomb {
 			lg.targetEpoch = v.(int32)
 		}
-	case groupRecMember:
+	case shareRecMember:
 		delete(lg.members, k.member)
 		if !tomb {
-			lg.members[k.member] = v.(*groupMemberValue)
+			lg.members[k.member] = v.(*shareMemberValue)
 		}
-	case groupRecTarget:
+	case shareRecTarget:
 		delete(lg.targets, k.member)
 		if !tomb {
-			lg.targets[k.member] = v.(GroupAssignment)
+			lg.targets[k.member] = v.(shareAssignment)
 		}
-	case groupRecCurrent:
+	case shareRecCurrent:
 		delete(lg.current, k.member)
 		if !tomb {
-			lg.current[k.member] = v.(*groupCurrentValue)
+			lg.current[k.member] = v.(*shareCurrentValue)
 		}
 	}
 	return nil
@@ -90,20 +90,20 @@ func (l *GroupLoader) Add(r GroupRecord) error {
 
 // Finish builds the groups replayed (those whose metadata record is
 // live), sorted by id; their members' sessions start at now.
-func (l *GroupLoader) Finish(cfg GroupConfig, topics GroupTopics, now time.Time) []*ShareGroup {
-	var out []*ShareGroup
+func (l *shareLoader) Finish(cfg shareGroupConfig, topics shareTopics, now time.Time) []*shareMembership {
+	var out []*shareMembership
 	for _, id := range slices.Sorted(maps.Keys(l.groups)) {
 		lg := l.groups[id]
 		if lg.meta == nil {
 			continue
 		}
-		g := NewShareGroup(id, cfg, topics)
+		g := newShareMembership(id, cfg, topics)
 		g.epoch, g.metadataHash = lg.meta.epoch, lg.meta.hash
 		g.assignmentEpoch = lg.targetEpoch
 		for mid, mv := range lg.members {
-			m := &groupMember{
+			m := &shareMember{
 				id: mid, rackID: mv.rackID, clientID: mv.clientID, clientHost: mv.clientHost,
-				topics: mv.topics, assigned: make(GroupAssignment), lastHeartbeat: now,
+				topics: mv.topics, assigned: make(shareAssignment), lastHeartbeat: now,
 			}
 			if cv := lg.current[mid]; cv != nil {
 				m.epoch, m.prevEpoch, m.assigned = cv.epoch, cv.prevEpoch, cv.assigned
@@ -111,7 +111,7 @@ func (l *GroupLoader) Finish(cfg GroupConfig, topics GroupTopics, now time.Time)
 			g.members[mid] = m
 			g.target[mid] = lg.targets[mid]
 			if g.target[mid] == nil {
-				g.target[mid] = make(GroupAssignment)
+				g.target[mid] = make(shareAssignment)
 			}
 		}
 		g.resolve() // names the subscribed topics for Describe
