@@ -33,7 +33,6 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,7 +41,6 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 )
 
@@ -50,65 +48,6 @@ func init() { register(78, 0, 2, (*Broker).shareFetch) }
 
 // defaultShareMaxRecords is v0's record limit (it has no MaxRecords).
 const defaultShareMaxRecords = 500
-
-// ackBatch is an acknowledgement batch of either request.
-type ackBatch struct {
-	first, last int64
-	types       []int8
-}
-
-// toAcks converts acknowledgement batches; RENEW (4) is valid from
-// version 2 on (KIP-1222), in requests that say IsRenewAck.
-func toAcks(bs []ackBatch, renewOK bool) ([]share.Ack, error) {
-	out := make([]share.Ack, 0, len(bs))
-	for _, b := range bs {
-		a := share.Ack{First: b.first, Last: b.last, Types: make([]share.AckType, len(b.types))}
-		for i, t := range b.types {
-			if t < 0 || t > int8(share.AckRenew) || (t == int8(share.AckRenew) && !renewOK) {
-				return nil, errInvalidAckType
-			}
-			a.Types[i] = share.AckType(t)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-var errInvalidAckType = errors.New("share: invalid acknowledge type")
-
-// shareMemberCheck answers UNKNOWN_MEMBER_ID (as an error) when this
-// node coordinates group and member is not in it.
-func (b *Broker) shareMemberCheck(group, member string) error {
-	if b.Groups == nil {
-		return nil
-	}
-	if ok, known := b.Groups.ShareMember(group, member); known && !ok {
-		return kerr.UnknownMemberID
-	}
-	return nil
-}
-
-// sharePartition resolves a share-partition this node leads.
-func (b *Broker) sharePartition(im *metadata.Image, topicID [16]byte, part int32) (*metadata.Topic, *replica.Partition, error) {
-	t, err := lookupTopic(im, "", topicID, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := b.partition(t, part)
-	return t, p, err
-}
-
-// ackShare applies one partition's acknowledgements.
-func (b *Broker) ackShare(im *metadata.Image, group, member string, topicID [16]byte, part int32, batches []ackBatch, renewOK bool) error {
-	acks, err := toAcks(batches, renewOK)
-	if err != nil {
-		return err
-	}
-	if _, _, err := b.sharePartition(im, topicID, part); err != nil {
-		return err
-	}
-	return b.Shares.Acknowledge(sharepart.Key{Group: group, TopicID: topicID, Partition: part}, member, acks)
-}
 
 func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ShareFetchRequest)
@@ -346,11 +285,4 @@ func fillShareFetchLeaders(im *metadata.Image, resp *kmsg.ShareFetchResponse) {
 	for _, b := range eps.list {
 		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rackPtr(b.Rack)})
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

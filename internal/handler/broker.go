@@ -229,6 +229,10 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 // now answers a response at once.
 func now(r kmsg.Response) server.Reply { return func() kmsg.Response { return r } }
 
+// authzNotComputed is Kafka's AuthorizedOperations for "not provided"
+// (INT32_MIN), what every key answers while there are no ACLs.
+const authzNotComputed = -2147483648
+
 // image is the current metadata image.
 func (b *Broker) image() *metadata.Image { return b.Controller.Image() }
 
