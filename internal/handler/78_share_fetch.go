@@ -33,7 +33,6 @@ package handler
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -160,7 +159,7 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 }
 
 // shareLongPoll acquires records of the session's partitions into resp,
-// waiting up to MaxWaitMillis for something to acquire.
+// waiting up to MaxWaitMillis for something to acquire (longpoll.go).
 func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, group, member string, parts []sharepart.SessionPartition,
 	at func(sharepart.SessionPartition) *kmsg.ShareFetchResponseTopicPartition, resp *kmsg.ShareFetchResponse) {
 	var bufs [][]byte
@@ -174,39 +173,13 @@ func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, gro
 		bufs = append(bufs, buf)
 		return buf
 	}
-	wait := min(time.Duration(r.MaxWaitMillis)*time.Millisecond, maxFetchWait)
-	deadline := time.Now().Add(wait)
-	var w *replica.Waiter
-	defer func() {
-		if w != nil {
-			w.Done()
-		}
-	}()
-	var timer *time.Timer
-	for {
-		changed := b.Shares.Changed() // before reading: a change after it wakes us
-		im := b.image()
+	var im *metadata.Image
+	if longPoll(conn, r.MaxWaitMillis, b.Shares.Changed, func() (bool, []*replica.Partition) {
+		im = b.image()
 		got, errs, watched := b.readShare(im, r, group, member, parts, at, alloc)
-		if got || errs || wait <= 0 || !time.Now().Before(deadline) || len(watched) == 0 {
-			fillShareFetchLeaders(im, resp)
-			return
-		}
-		if w == nil {
-			w = replica.NewWaiter()
-			for _, p := range watched {
-				p.Watch(w)
-			}
-			timer = time.NewTimer(time.Until(deadline))
-			defer timer.Stop()
-			continue // re-read: data may have arrived before we watched
-		}
-		select {
-		case <-w.C:
-		case <-changed:
-		case <-timer.C:
-		case <-conn.Context().Done():
-			return
-		}
+		return got || errs, watched
+	}) {
+		fillShareFetchLeaders(im, resp)
 	}
 }
 
