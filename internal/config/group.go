@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // FromGroup is DescribeConfigs' GROUP_CONFIG source: a value set on the
@@ -37,8 +38,8 @@ var groupDefs = []Def{
 	{Name: share.ConfigMaxRecordLocks, Kind: KindInt, Topic: share.BrokerMaxRecordLocks, Doc: "Most in-flight records of one share-partition of this group; between group.share.min.partition.max.record.locks and group.share.max.partition.max.record.locks.", Valid: atLeast(1)},
 	{Name: share.ConfigAutoOffsetReset, Kind: KindString, Default: "latest", Doc: "Where a share-partition with no state starts: latest, earliest or by_duration:<ISO-8601 duration> (the first record at most that old, e.g. by_duration:PT1H).", Valid: validAutoOffsetReset},
 	{Name: share.ConfigIsolationLevel, Kind: KindString, Default: ReadUncommitted, Doc: "How the group reads transactional records: read_uncommitted delivers every record, read_committed only committed ones (none of an aborted transaction, none past the last stable offset). Control records are never delivered.", Valid: validIsolation},
-	{Name: share.ConfigDLQTopicName, Kind: KindString, Default: "", Doc: "The group's dead-letter topic (KIP-1191): rejected records and records past the delivery limit are written there before they are archived. Must start with errors.deadletterqueue.topic.name.prefix; empty: none."},
-	{Name: share.ConfigDLQCopyRecordEnable, Kind: KindBool, Default: "true", Doc: "Dead-letter records carry the source record's key, value and headers (true, Berth's default) or only the context headers (false, Kafka's default)."},
+	{Name: berthmsg.ConfigDLQTopicName, Kind: KindString, Default: "", Doc: "The group's dead-letter topic (KIP-1191): rejected records and records past the delivery limit are written there before they are archived. Must start with errors.deadletterqueue.topic.name.prefix; empty: none."},
+	{Name: berthmsg.ConfigDLQCopyRecordEnable, Kind: KindBool, Default: "true", Doc: "Dead-letter records carry the source record's key, value and headers (true, Berth's default) or only the context headers (false, Kafka's default)."},
 	{Name: share.ConfigRetryBackoffInitialMs, Kind: KindInt, Topic: share.BrokerRetryBackoffInitialMs, Doc: "Berth addition: delay before a released or lock-expired record is delivered again; 0 redelivers at once.", Valid: atLeast(0)},
 	{Name: share.ConfigRetryBackoffMultiplier, Kind: KindDouble, Topic: share.BrokerRetryBackoffMultiplier, Doc: "Berth addition: growth of the retry backoff at each further delivery.", Valid: between(1, 1000)},
 	{Name: share.ConfigRetryBackoffMaxMs, Kind: KindInt, Topic: share.BrokerRetryBackoffMaxMs, Doc: "Berth addition: the longest retry backoff.", Valid: atLeast(0)},
@@ -159,9 +160,9 @@ func (c *Config) ShareGroup(group, dynamic map[string]string) (ShareGroup, error
 	g := ShareGroup{
 		AutoOffsetReset: get(share.ConfigAutoOffsetReset),
 		IsolationLevel:  get(share.ConfigIsolationLevel),
-		DLQTopic:        get(share.ConfigDLQTopicName),
+		DLQTopic:        get(berthmsg.ConfigDLQTopicName),
 	}
-	g.DLQCopyRecord, _ = strconv.ParseBool(get(share.ConfigDLQCopyRecordEnable))
+	g.DLQCopyRecord, _ = strconv.ParseBool(get(berthmsg.ConfigDLQCopyRecordEnable))
 	pc.DeadLetter = g.DLQTopic != ""
 	g.Partition = pc
 	return g, pc.Validate()
@@ -220,11 +221,11 @@ func (c *Config) CheckGroupConfigs(group, dynamic map[string]string) error {
 				b.name, v, l, h, b.lo, b.hi)
 		}
 	}
-	if t := group[share.ConfigDLQTopicName]; t != "" {
-		prefix, _ := c.ResolveBroker(share.BrokerDLQTopicNamePrefix, dynamic)
+	if t := group[berthmsg.ConfigDLQTopicName]; t != "" {
+		prefix, _ := c.ResolveBroker(berthmsg.BrokerDLQTopicNamePrefix, dynamic)
 		if !strings.HasPrefix(t, prefix) {
 			return bad("%s %q does not start with %q (the broker's %s); name the dead-letter topic %s%s",
-				share.ConfigDLQTopicName, t, prefix, share.BrokerDLQTopicNamePrefix, prefix, t)
+				berthmsg.ConfigDLQTopicName, t, prefix, berthmsg.BrokerDLQTopicNamePrefix, prefix, t)
 		}
 	}
 	if _, err := c.ShareGroup(group, dynamic); err != nil {
