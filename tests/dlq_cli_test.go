@@ -21,6 +21,7 @@ import (
 	"github.com/berthmq/berth/internal/cli"
 	"github.com/berthmq/berth/internal/share"
 	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // berthCLI runs `berth args...` in this process and returns its stdout
@@ -75,26 +76,26 @@ func (j parkedJob) record(dlq string, partition int32) *kgo.Record {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
 	if j.redrives > 0 { // carried by the source record since its last redrive
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: share.HeaderDLQRedriveCount, Value: []byte(strconv.Itoa(j.redrives))})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: berthmsg.HeaderDLQRedriveCount, Value: []byte(strconv.Itoa(j.redrives))})
 	}
 	message := "Offset rejected by client."
 	if j.reason != "rejected" {
 		message = "Offset delivery count exceeded the threshold."
 	}
 	for _, h := range [][2]string{
-		{share.HeaderDLQTopic, j.srcTopic},
-		{share.HeaderDLQPartition, strconv.Itoa(int(j.srcPartition))},
-		{share.HeaderDLQOffset, strconv.FormatInt(j.srcOffset, 10)},
-		{share.HeaderDLQGroup, j.group},
-		{share.HeaderDLQDeliveryCount, strconv.Itoa(j.deliveries)},
-		{share.HeaderDLQMessage, message},
-		{share.HeaderDLQReason, j.reason},
-		{share.HeaderDLQTimestamp, strconv.FormatInt(at.UnixMilli(), 10)},
+		{berthmsg.HeaderDLQTopic, j.srcTopic},
+		{berthmsg.HeaderDLQPartition, strconv.Itoa(int(j.srcPartition))},
+		{berthmsg.HeaderDLQOffset, strconv.FormatInt(j.srcOffset, 10)},
+		{berthmsg.HeaderDLQGroup, j.group},
+		{berthmsg.HeaderDLQDeliveryCount, strconv.Itoa(j.deliveries)},
+		{berthmsg.HeaderDLQMessage, message},
+		{berthmsg.HeaderDLQReason, j.reason},
+		{berthmsg.HeaderDLQTimestamp, strconv.FormatInt(at.UnixMilli(), 10)},
 	} {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 	}
 	if j.clientError != "" {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: share.HeaderDLQClientError, Value: []byte(j.clientError)})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: berthmsg.HeaderDLQClientError, Value: []byte(j.clientError)})
 	}
 	return r
 }
@@ -339,8 +340,8 @@ func TestDLQCLIRedrive(t *testing.T) {
 		for _, h := range r.Headers {
 			hs[h.Key] = string(h.Value)
 		}
-		if len(hs) != 2 || hs["trace"] != "t"+strconv.Itoa(i) || hs[share.HeaderDLQRedriveCount] != "1" {
-			t.Errorf("redriven record %q headers %v, want trace and %s=1 only", r.Key, hs, share.HeaderDLQRedriveCount)
+		if len(hs) != 2 || hs["trace"] != "t"+strconv.Itoa(i) || hs[berthmsg.HeaderDLQRedriveCount] != "1" {
+			t.Errorf("redriven record %q headers %v, want trace and %s=1 only", r.Key, hs, berthmsg.HeaderDLQRedriveCount)
 		}
 	}
 
@@ -363,8 +364,8 @@ func TestDLQCLIRedrive(t *testing.T) {
 	}
 	recs = jobsIn(t, addr, "jobs")
 	last := recs[len(recs)-1]
-	if c := headerValue(last, share.HeaderDLQRedriveCount); c != "2" {
-		t.Errorf("redriven again: %s=%q, want 2", share.HeaderDLQRedriveCount, c)
+	if c := headerValue(last, berthmsg.HeaderDLQRedriveCount); c != "2" {
+		t.Errorf("redriven again: %s=%q, want 2", berthmsg.HeaderDLQRedriveCount, c)
 	}
 	// A job whose source topic is gone stays, counted as without target;
 	// a missing --to topic is an error before anything moves.
@@ -543,7 +544,7 @@ func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
 	tc.CreateTopic(t, addr, "dlq.shipments", 1, dlqTopicConfigs())
 	prod := tc.Client(t, addr)
 	setGroupConfigs(t, prod, "packers",
-		share.ConfigDLQTopicName, "dlq.shipments",
+		berthmsg.ConfigDLQTopicName, "dlq.shipments",
 		share.ConfigAutoOffsetReset, "earliest")
 	const n = 3
 	for i := range n {
@@ -624,7 +625,7 @@ func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
 	again := rejectAll(2 * n)
 	counts := map[string]string{}
 	for _, r := range again {
-		counts[string(r.Key)] = headerValue(r, share.HeaderDLQRedriveCount)
+		counts[string(r.Key)] = headerValue(r, berthmsg.HeaderDLQRedriveCount)
 	}
 	for i := range n {
 		if c := counts["ship-"+strconv.Itoa(i)]; c != "1" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berthmq/berth/internal/share"
 	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 type queueCountsJSON struct {
@@ -154,7 +155,7 @@ func TestQueueDepthMatchesShareConsumer(t *testing.T) {
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
 	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	rc.Name, rc.Value = share.ConfigDLQTopicName, kmsg.StringPtr("dlq.workers")
+	rc.Name, rc.Value = berthmsg.ConfigDLQTopicName, kmsg.StringPtr("dlq.workers")
 	rr.Configs = append(rr.Configs, rc)
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, prod)

@@ -48,6 +48,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // errDLQTopic: the dead-letter topic is missing or may not be used as one;
@@ -104,27 +105,27 @@ func (w *dlqWriter) Park(ctx context.Context, k share.Key, topic, dlqTopic strin
 // topic, creating it when errors.deadletterqueue.auto.create.topics.enable
 // allows.
 func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, dlqTopic string) error {
-	prefix, _ := w.cfg.ResolveBroker(share.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
+	prefix, _ := w.cfg.ResolveBroker(berthmsg.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
 	if !strings.HasPrefix(dlqTopic, prefix) {
 		return fmt.Errorf("%w: %q of share group %q does not start with %q (%s); change the group config %s",
-			errDLQTopic, dlqTopic, group, prefix, share.BrokerDLQTopicNamePrefix, share.ConfigDLQTopicName)
+			errDLQTopic, dlqTopic, group, prefix, berthmsg.BrokerDLQTopicNamePrefix, berthmsg.ConfigDLQTopicName)
 	}
 	t := im.Topic(dlqTopic)
 	if t == nil {
-		auto, _ := w.cfg.ResolveBroker(share.BrokerDLQAutoCreateTopicsEnable, im.BrokerConfigs)
+		auto, _ := w.cfg.ResolveBroker(berthmsg.BrokerDLQAutoCreateTopicsEnable, im.BrokerConfigs)
 		if auto != "true" {
 			return fmt.Errorf("%w: %q (of share group %q) does not exist; create it with %s=true "+
 				"(berth topic create %s --config %s=true), or set the broker setting %s=true",
-				errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable,
-				share.BrokerDLQAutoCreateTopicsEnable)
+				errDLQTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable,
+				berthmsg.BrokerDLQAutoCreateTopicsEnable)
 		}
 		return w.create(ctx, dlqTopic)
 	}
 	cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: t.ReplicationFactor()}
-	if v, _ := w.cfg.ResolveTopic(share.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs, cl); v != "true" {
+	if v, _ := w.cfg.ResolveTopic(berthmsg.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs, cl); v != "true" {
 		return fmt.Errorf("%w: %q (of share group %q) does not have %s=true, so it may not take dead-letter records (KIP-1191); "+
 			"set it (berth topic alter %s --config %s=true) or name another topic",
-			errDLQTopic, dlqTopic, group, share.TopicConfigDLQGroupEnable, dlqTopic, share.TopicConfigDLQGroupEnable)
+			errDLQTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable)
 	}
 	return nil
 }
@@ -140,7 +141,7 @@ func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 		return err
 	}
 	enable := "true"
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{share.TopicConfigDLQGroupEnable: &enable}, dlqTopic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{berthmsg.TopicConfigDLQGroupEnable: &enable}, dlqTopic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -224,7 +225,7 @@ func dlqRecord(k share.Key, topic, dlqTopic string, o, ts int64, parkedAt time.T
 		rec.Key = cloneBytes(r.Key)
 		rec.Value = cloneBytes(r.Value)
 		for _, h := range r.Headers {
-			if strings.HasPrefix(h.Key, "__dlq.errors.") && h.Key != share.HeaderDLQRedriveCount {
+			if strings.HasPrefix(h.Key, "__dlq.errors.") && h.Key != berthmsg.HeaderDLQRedriveCount {
 				continue
 			}
 			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: cloneBytes(h.Value)})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // A copied DLQ record keeps the source's key, value and headers, minus
@@ -16,9 +17,9 @@ import (
 func TestDLQRecordHeaders(t *testing.T) {
 	src := batch.Record{Key: []byte("k"), Value: []byte("v"), Headers: []batch.RecordHeader{
 		{Key: "trace", Value: []byte("1")},
-		{Key: share.HeaderDLQTopic, Value: []byte("old")},
-		{Key: share.HeaderDLQReason, Value: []byte("old")},
-		{Key: share.HeaderDLQRedriveCount, Value: []byte("2")},
+		{Key: berthmsg.HeaderDLQTopic, Value: []byte("old")},
+		{Key: berthmsg.HeaderDLQReason, Value: []byte("old")},
+		{Key: berthmsg.HeaderDLQRedriveCount, Value: []byte("2")},
 	}}
 	k := share.Key{Group: "g", Partition: 3}
 	a := share.DLQAction{First: 7, Last: 7, Reason: share.ReasonRejected, DeliveryCount: 1, ErrorText: "boom"}
@@ -36,19 +37,19 @@ func TestDLQRecordHeaders(t *testing.T) {
 		}
 		got[h.Key] = string(h.Value)
 	}
-	if keys[0] != "trace" || keys[1] != share.HeaderDLQRedriveCount {
+	if keys[0] != "trace" || keys[1] != berthmsg.HeaderDLQRedriveCount {
 		t.Fatalf("source headers not first: %v", keys)
 	}
-	for h, v := range map[string]string{share.HeaderDLQTopic: "jobs", share.HeaderDLQPartition: "3", share.HeaderDLQOffset: "7",
-		share.HeaderDLQReason: "rejected", share.HeaderDLQRedriveCount: "2", share.HeaderDLQClientError: "boom",
-		share.HeaderDLQTimestamp: "1000"} {
+	for h, v := range map[string]string{berthmsg.HeaderDLQTopic: "jobs", berthmsg.HeaderDLQPartition: "3", berthmsg.HeaderDLQOffset: "7",
+		berthmsg.HeaderDLQReason: "rejected", berthmsg.HeaderDLQRedriveCount: "2", berthmsg.HeaderDLQClientError: "boom",
+		berthmsg.HeaderDLQTimestamp: "1000"} {
 		if got[h] != v {
 			t.Errorf("%s = %q, want %q", h, got[h], v)
 		}
 	}
 
 	r = dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, false)
-	if r.Key != nil || r.Value != nil || r.Headers[0].Key != share.HeaderDLQTopic {
+	if r.Key != nil || r.Value != nil || r.Headers[0].Key != berthmsg.HeaderDLQTopic {
 		t.Fatalf("without copy: %+v", r)
 	}
 }

@@ -47,7 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 func init() { clientCommands = append(clientCommands, newDLQCmd) }
@@ -130,25 +130,25 @@ func decodeDLQ(r *kgo.Record, now time.Time) dlqJob {
 	for _, h := range r.Headers {
 		v := string(h.Value)
 		switch h.Key {
-		case share.HeaderDLQTopic:
+		case berthmsg.HeaderDLQTopic:
 			j.SourceTopic = v
-		case share.HeaderDLQPartition:
+		case berthmsg.HeaderDLQPartition:
 			j.SourcePartition = int32(parseIntHeader(v, -1))
-		case share.HeaderDLQOffset:
+		case berthmsg.HeaderDLQOffset:
 			j.SourceOffset = parseIntHeader(v, -1)
-		case share.HeaderDLQGroup:
+		case berthmsg.HeaderDLQGroup:
 			j.Group = v
-		case share.HeaderDLQDeliveryCount:
+		case berthmsg.HeaderDLQDeliveryCount:
 			j.DeliveryCount = parseIntHeader(v, -1)
-		case share.HeaderDLQMessage:
+		case berthmsg.HeaderDLQMessage:
 			j.Message = v
-		case share.HeaderDLQReason:
+		case berthmsg.HeaderDLQReason:
 			j.Reason = v
-		case share.HeaderDLQTimestamp:
+		case berthmsg.HeaderDLQTimestamp:
 			j.SourceMs = parseIntHeader(v, -1)
-		case share.HeaderDLQClientError:
+		case berthmsg.HeaderDLQClientError:
 			j.ClientError = v
-		case share.HeaderDLQRedriveCount:
+		case berthmsg.HeaderDLQRedriveCount:
 			j.RedriveCount = max(parseIntHeader(v, 0), 0)
 		default:
 			if !strings.HasPrefix(h.Key, dlqHeaderPrefix) {
@@ -176,7 +176,7 @@ func redriveRecord(r *kgo.Record, topic string, redrives int64) *kgo.Record {
 			out.Headers = append(out.Headers, h)
 		}
 	}
-	out.Headers = append(out.Headers, kgo.RecordHeader{Key: share.HeaderDLQRedriveCount, Value: strconv.AppendInt(nil, redrives+1, 10)})
+	out.Headers = append(out.Headers, kgo.RecordHeader{Key: berthmsg.HeaderDLQRedriveCount, Value: strconv.AppendInt(nil, redrives+1, 10)})
 	return out
 }
 
@@ -401,7 +401,7 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
 					return writeJSON(out, infos)
 				}
 				if len(infos) == 0 {
-					_, err := fmt.Fprintf(out, "No dead-letter topics (no topic named %s* or with %s=true).\n", prefix, share.TopicConfigDLQGroupEnable)
+					_, err := fmt.Fprintf(out, "No dead-letter topics (no topic named %s* or with %s=true).\n", prefix, berthmsg.TopicConfigDLQGroupEnable)
 					return err
 				}
 				t := newTable(out, "topic", "partitions", "parked", "oldest", "oldest-job-age", "groups")
@@ -417,8 +417,8 @@ func newDLQListCmd(cf *clientFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "prefix", share.DefaultDLQTopicNamePrefix,
-		"DLQ topic name prefix (the broker's "+share.BrokerDLQTopicNamePrefix+"); topics with "+share.TopicConfigDLQGroupEnable+"=true are listed too")
+	cmd.Flags().StringVar(&prefix, "prefix", berthmsg.DefaultDLQTopicNamePrefix,
+		"DLQ topic name prefix (the broker's "+berthmsg.BrokerDLQTopicNamePrefix+"); topics with "+berthmsg.TopicConfigDLQGroupEnable+"=true are listed too")
 	return cmd
 }
 
@@ -444,7 +444,7 @@ func listDLQTopics(ctx context.Context, cf *clientFlags, cl *kgo.Client, adm *ka
 		if rcs, err := adm.DescribeTopicConfigs(ctx, others...); err == nil {
 			for _, rc := range rcs {
 				for _, c := range rc.Configs {
-					if rc.Err == nil && c.Key == share.TopicConfigDLQGroupEnable && strings.EqualFold(c.MaybeValue(), "true") {
+					if rc.Err == nil && c.Key == berthmsg.TopicConfigDLQGroupEnable && strings.EqualFold(c.MaybeValue(), "true") {
 						dlq[rc.Name] = true
 					}
 				}
@@ -755,7 +755,7 @@ func newDLQPurgeCmd(cf *clientFlags) *cobra.Command {
 	fs.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&redriven, "redriven", false, "delete only up to the redrive group's committed offsets (what `dlq redrive` has handled)")
 	fs.StringVar(&before, "before", "", "delete only the records before the first one parked at or after this time (a duration ago, 72h, or YYYY-MM-DDTHH:MM:SS[Z])")
-	fs.StringVar(&prefix, "prefix", share.DefaultDLQTopicNamePrefix, "DLQ topic name prefix; a topic without it must have "+share.TopicConfigDLQGroupEnable+"=true")
+	fs.StringVar(&prefix, "prefix", berthmsg.DefaultDLQTopicNamePrefix, "DLQ topic name prefix; a topic without it must have "+berthmsg.TopicConfigDLQGroupEnable+"=true")
 	fs.StringVar(&group, "group", "", "with --redriven: the redrive group (default "+redriveGroupPrefix+"DLQ-TOPIC)")
 	return cmd
 }
@@ -772,11 +772,11 @@ func requireDLQTopic(ctx context.Context, adm *kadm.Client, topic, prefix string
 				return fmt.Errorf("topic %q: %w", topic, rc.Err)
 			}
 			for _, c := range rc.Configs {
-				if c.Key == share.TopicConfigDLQGroupEnable && strings.EqualFold(c.MaybeValue(), "true") {
+				if c.Key == berthmsg.TopicConfigDLQGroupEnable && strings.EqualFold(c.MaybeValue(), "true") {
 					return nil
 				}
 			}
 		}
 	}
-	return fmt.Errorf("topic %q is not a dead-letter topic: its name lacks the prefix %q and it does not have %s=true (pass --prefix to change the prefix)", topic, prefix, share.TopicConfigDLQGroupEnable)
+	return fmt.Errorf("topic %q is not a dead-letter topic: its name lacks the prefix %q and it does not have %s=true (pass --prefix to change the prefix)", topic, prefix, berthmsg.TopicConfigDLQGroupEnable)
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // ---- redrive ----
@@ -119,7 +119,7 @@ func newDLQRedriveCmd(cf *clientFlags) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.to, "to", "", "produce to this topic instead of each job's source topic ("+share.HeaderDLQTopic+")")
+	fs.StringVar(&o.to, "to", "", "produce to this topic instead of each job's source topic ("+berthmsg.HeaderDLQTopic+")")
 	fs.Float64Var(&o.rate, "rate", 100, "records produced per second at most")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be moved; produce and commit nothing")
 	fs.StringVar(&o.reason, "reason", "", "only jobs parked for this reason: rejected or delivery-limit")
@@ -375,7 +375,7 @@ func redrive(ctx context.Context, cf *clientFlags, adm *kadm.Client, topic strin
 		case j.RedriveCount >= o.maxRedrives:
 			refuse(true, fmt.Sprintf("redriven %d times already (--max-redrives %d)", j.RedriveCount, o.maxRedrives))
 		case target == "":
-			refuse(false, "no "+share.HeaderDLQTopic+" header (give --to)")
+			refuse(false, "no "+berthmsg.HeaderDLQTopic+" header (give --to)")
 		default:
 			exists, known := targets[target]
 			if !known {

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // The committable offset never passes a record whose produce is not
@@ -61,10 +61,10 @@ func TestDLQRedriveProgressCommitsOnlyAcknowledged(t *testing.T) {
 func TestDLQRedriveRecord(t *testing.T) {
 	r := &kgo.Record{Topic: "dlq.jobs", Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(5), Headers: []kgo.RecordHeader{
 		{Key: "trace", Value: []byte("t")},
-		{Key: share.HeaderDLQRedriveCount, Value: []byte("2")},
-		{Key: share.HeaderDLQTopic, Value: []byte("jobs")},
-		{Key: share.HeaderDLQClientError, Value: []byte("boom\nstack")},
-		{Key: share.HeaderDLQTimestamp, Value: []byte("4")},
+		{Key: berthmsg.HeaderDLQRedriveCount, Value: []byte("2")},
+		{Key: berthmsg.HeaderDLQTopic, Value: []byte("jobs")},
+		{Key: berthmsg.HeaderDLQClientError, Value: []byte("boom\nstack")},
+		{Key: berthmsg.HeaderDLQTimestamp, Value: []byte("4")},
 	}}
 	j := decodeDLQ(r, time.UnixMilli(1004))
 	if j.RedriveCount != 2 || j.SourceTopic != "jobs" || j.ClientError != "boom\nstack" || j.SourceMs != 4 || j.SourceAgeMs != 1000 ||
@@ -74,7 +74,7 @@ func TestDLQRedriveRecord(t *testing.T) {
 	}
 	out := redriveRecord(r, "jobs", j.RedriveCount)
 	if out.Topic != "jobs" || string(out.Key) != "k" || string(out.Value) != "v" || len(out.Headers) != 2 ||
-		out.Headers[0].Key != "trace" || out.Headers[1].Key != share.HeaderDLQRedriveCount || string(out.Headers[1].Value) != "3" {
+		out.Headers[0].Key != "trace" || out.Headers[1].Key != berthmsg.HeaderDLQRedriveCount || string(out.Headers[1].Value) != "3" {
 		t.Errorf("redriven %+v", out)
 	}
 }

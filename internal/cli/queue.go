@@ -16,7 +16,7 @@ package cli
 // The counts of a share-partition (available, in flight, delayed, the
 // oldest available record's age, redeliveries, archived) come from
 // Berth's tagged fields on the DescribeShareGroupOffsets partitions
-// (handler.ShareStatsTag*, docs/compatibility.md key 90); a broker that
+// (berthmsg.ShareStatsTag*, docs/compatibility.md key 90); a broker that
 // does not send them leaves them unknown (-1, shown "-"). The DLQ depth
 // is the record count (high watermark minus log start) of the topic the
 // group's errors.deadletterqueue.topic.name config names, read with
@@ -40,8 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/handler"
-	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 func init() { clientCommands = append(clientCommands, newQueueCmd) }
@@ -105,20 +104,20 @@ func shareStatsFromTags(tags *kmsg.Tags) (c queueCounts, endOffset int64, ok boo
 			*dst, ok = v, true
 		}
 	}
-	get(handler.ShareStatsTagAvailable, &c.Available)
-	get(handler.ShareStatsTagAcquired, &c.InFlight)
-	get(handler.ShareStatsTagDelayed, &c.Delayed)
-	get(handler.ShareStatsTagOldestAvailableAgeMs, &c.OldestAvailableAgeMs)
-	get(handler.ShareStatsTagRedeliveries, &c.Redeliveries)
-	get(handler.ShareStatsTagDLQWritten, &c.DLQWritten)
+	get(berthmsg.ShareStatsTagAvailable, &c.Available)
+	get(berthmsg.ShareStatsTagAcquired, &c.InFlight)
+	get(berthmsg.ShareStatsTagDelayed, &c.Delayed)
+	get(berthmsg.ShareStatsTagOldestAvailableAgeMs, &c.OldestAvailableAgeMs)
+	get(berthmsg.ShareStatsTagRedeliveries, &c.Redeliveries)
+	get(berthmsg.ShareStatsTagDLQWritten, &c.DLQWritten)
 	rej, lim := int64(-1), int64(-1)
-	get(handler.ShareStatsTagRejected, &rej)
-	get(handler.ShareStatsTagDeliveryLimit, &lim)
+	get(berthmsg.ShareStatsTagRejected, &rej)
+	get(berthmsg.ShareStatsTagDeliveryLimit, &lim)
 	if rej >= 0 || lim >= 0 {
 		c.Archived = max(rej, 0) + max(lim, 0)
 	}
 	endOffset = -1
-	get(handler.ShareStatsTagEndOffset, &endOffset)
+	get(berthmsg.ShareStatsTagEndOffset, &endOffset)
 	return c, endOffset, ok
 }
 
@@ -515,7 +514,7 @@ func groupDLQTopics(ctx context.Context, cl *kgo.Client, groups []string) map[st
 	for _, g := range groups {
 		r := kmsg.NewDescribeConfigsRequestResource()
 		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
-		r.ConfigNames = []string{share.ConfigDLQTopicName}
+		r.ConfigNames = []string{berthmsg.ConfigDLQTopicName}
 		req.Resources = append(req.Resources, r)
 	}
 	resp, err := req.RequestWith(ctx, cl)
@@ -527,7 +526,7 @@ func groupDLQTopics(ctx context.Context, cl *kgo.Client, groups []string) map[st
 			continue
 		}
 		for _, c := range r.Configs {
-			if c.Name == share.ConfigDLQTopicName && c.Value != nil && *c.Value != "" {
+			if c.Name == berthmsg.ConfigDLQTopicName && c.Value != nil && *c.Value != "" {
 				dlqs[r.ResourceName] = *c.Value
 			}
 		}

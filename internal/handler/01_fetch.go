@@ -26,7 +26,6 @@ package handler
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,14 +36,11 @@ import (
 
 func init() { register(1, 4, 18, (*Broker).fetch) }
 
-// maxFetchWait bounds a long poll whatever the client asks.
-const maxFetchWait = 5 * time.Minute
-
 func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	conn := req.Conn
 	return func() kmsg.Response {
-		return fetchResponse{b.longPoll(r, conn)}
+		return fetchResponse{b.fetchLongPoll(r, conn)}
 	}, nil
 }
 
@@ -55,63 +51,32 @@ func incrementalFetch(r *kmsg.FetchRequest) bool {
 	return r.Version >= 7 && r.SessionEpoch != 0 && r.SessionEpoch != -1
 }
 
-// longPoll answers a fetch once MinBytes are there, an error shows or
-// MaxWaitMillis pass.
-func (b *Broker) longPoll(r *kmsg.FetchRequest, conn *server.Conn) *kmsg.FetchResponse {
-	{
-		if incrementalFetch(r) {
-			// We never hand out session ids, so any session is unknown.
-			resp := r.ResponseKind().(*kmsg.FetchResponse)
-			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return resp
-		}
-		wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
-		if wait > maxFetchWait {
-			wait = maxFetchWait
-		}
-		deadline := time.Now().Add(wait)
-		var w *replica.Waiter
-		defer func() {
-			if w != nil {
-				w.Done()
-			}
-		}()
-		var timer *time.Timer
-		var bufs [][]byte
-		release := func() {
-			for _, b := range bufs {
-				server.PutBuf(b)
-			}
-			bufs = bufs[:0]
-		}
-		// The response's record buffers go back to the pool once encoded.
-		defer conn.AfterEncode(release)
-		for {
-			release() // a read we are not answering with
-			resp, n, parts, errs := b.readFetch(r, &bufs)
-			if n >= int(r.MinBytes) || n > 0 && r.MinBytes <= 0 || errs || wait <= 0 || !time.Now().Before(deadline) || len(parts) == 0 {
-				return resp
-			}
-			if w == nil {
-				w = replica.NewWaiter()
-				for _, p := range parts {
-					p.Watch(w)
-				}
-				timer = time.NewTimer(time.Until(deadline))
-				defer timer.Stop()
-				continue // re-read: data may have arrived before we watched
-			}
-			select {
-			case <-w.C:
-			case <-timer.C:
-				release()
-				resp, _, _, _ = b.readFetch(r, &bufs)
-				return resp
-			case <-conn.Context().Done():
-				return resp
-			}
-		}
+// fetchLongPoll answers a fetch once MinBytes are there, an error shows
+// or MaxWaitMillis pass (longpoll.go).
+func (b *Broker) fetchLongPoll(r *kmsg.FetchRequest, conn *server.Conn) *kmsg.FetchResponse {
+	if incrementalFetch(r) {
+		// We never hand out session ids, so any session is unknown.
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
 	}
+	var bufs [][]byte
+	release := func() {
+		for _, b := range bufs {
+			server.PutBuf(b)
+		}
+		bufs = bufs[:0]
+	}
+	// The response's record buffers go back to the pool once encoded.
+	defer conn.AfterEncode(release)
+	var resp *kmsg.FetchResponse
+	longPoll(conn, r.MaxWaitMillis, nil, func() (bool, []*replica.Partition) {
+		release() // a read we are not answering with
+		read, n, parts, errs := b.readFetch(r, &bufs)
+		resp = read
+		return n >= int(r.MinBytes) || n > 0 && r.MinBytes <= 0 || errs, parts
+	})
+	return resp
 }
 
 // readFetch reads every requested partition once. It returns the response,

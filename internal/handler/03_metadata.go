@@ -18,8 +18,6 @@ import (
 
 func init() { register(3, 0, 13, (*Broker).metadata) }
 
-const authzNotComputed = -2147483648
-
 func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)

@@ -40,13 +40,6 @@ import (
 
 func init() { register(55, 0, 2, (*Broker).describeQuorum) }
 
-// Kafka's name for the metadata log's topic, and its controller listener
-// name, used in DescribeQuorum and the Raft voter APIs.
-const (
-	metadataTopic      = "__cluster_metadata"
-	controllerListener = "CONTROLLER"
-)
-
 func (b *Broker) describeQuorum(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)

@@ -33,8 +33,6 @@ package handler
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,65 +48,6 @@ func init() { register(78, 0, 2, (*Broker).shareFetch) }
 
 // defaultShareMaxRecords is v0's record limit (it has no MaxRecords).
 const defaultShareMaxRecords = 500
-
-// ackBatch is an acknowledgement batch of either request.
-type ackBatch struct {
-	first, last int64
-	types       []int8
-}
-
-// toAcks converts acknowledgement batches; RENEW (4) is valid from
-// version 2 on (KIP-1222), in requests that say IsRenewAck.
-func toAcks(bs []ackBatch, renewOK bool) ([]share.Ack, error) {
-	out := make([]share.Ack, 0, len(bs))
-	for _, b := range bs {
-		a := share.Ack{First: b.first, Last: b.last, Types: make([]share.AckType, len(b.types))}
-		for i, t := range b.types {
-			if t < 0 || t > int8(share.AckRenew) || (t == int8(share.AckRenew) && !renewOK) {
-				return nil, errInvalidAckType
-			}
-			a.Types[i] = share.AckType(t)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-var errInvalidAckType = errors.New("share: invalid acknowledge type")
-
-// shareMemberCheck answers UNKNOWN_MEMBER_ID (as an error) when this
-// node coordinates group and member is not in it.
-func (b *Broker) shareMemberCheck(group, member string) error {
-	if b.Groups == nil {
-		return nil
-	}
-	if ok, known := b.Groups.ShareMember(group, member); known && !ok {
-		return kerr.UnknownMemberID
-	}
-	return nil
-}
-
-// sharePartition resolves a share-partition this node leads.
-func (b *Broker) sharePartition(im *metadata.Image, topicID [16]byte, part int32) (*metadata.Topic, *replica.Partition, error) {
-	t, err := lookupTopic(im, "", topicID, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := b.partition(t, part)
-	return t, p, err
-}
-
-// ackShare applies one partition's acknowledgements.
-func (b *Broker) ackShare(im *metadata.Image, group, member string, topicID [16]byte, part int32, batches []ackBatch, renewOK bool) error {
-	acks, err := toAcks(batches, renewOK)
-	if err != nil {
-		return err
-	}
-	if _, _, err := b.sharePartition(im, topicID, part); err != nil {
-		return err
-	}
-	return b.Shares.Acknowledge(share.Key{Group: group, TopicID: topicID, Partition: part}, member, acks)
-}
 
 func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ShareFetchRequest)
@@ -221,7 +160,7 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 }
 
 // shareLongPoll acquires records of the session's partitions into resp,
-// waiting up to MaxWaitMillis for something to acquire.
+// waiting up to MaxWaitMillis for something to acquire (longpoll.go).
 func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, group, member string, parts []sharepart.SessionPartition,
 	at func(sharepart.SessionPartition) *kmsg.ShareFetchResponseTopicPartition, resp *kmsg.ShareFetchResponse) {
 	var bufs [][]byte
@@ -235,39 +174,13 @@ func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, gro
 		bufs = append(bufs, buf)
 		return buf
 	}
-	wait := min(time.Duration(r.MaxWaitMillis)*time.Millisecond, maxFetchWait)
-	deadline := time.Now().Add(wait)
-	var w *replica.Waiter
-	defer func() {
-		if w != nil {
-			w.Done()
-		}
-	}()
-	var timer *time.Timer
-	for {
-		changed := b.Shares.Changed() // before reading: a change after it wakes us
-		im := b.image()
+	var im *metadata.Image
+	if longPoll(conn, r.MaxWaitMillis, b.Shares.Changed, func() (bool, []*replica.Partition) {
+		im = b.image()
 		got, errs, watched := b.readShare(im, r, group, member, parts, at, alloc)
-		if got || errs || wait <= 0 || !time.Now().Before(deadline) || len(watched) == 0 {
-			fillShareFetchLeaders(im, resp)
-			return
-		}
-		if w == nil {
-			w = replica.NewWaiter()
-			for _, p := range watched {
-				p.Watch(w)
-			}
-			timer = time.NewTimer(time.Until(deadline))
-			defer timer.Stop()
-			continue // re-read: data may have arrived before we watched
-		}
-		select {
-		case <-w.C:
-		case <-changed:
-		case <-timer.C:
-		case <-conn.Context().Done():
-			return
-		}
+		return got || errs, watched
+	}) {
+		fillShareFetchLeaders(im, resp)
 	}
 }
 
@@ -346,11 +259,4 @@ func fillShareFetchLeaders(im *metadata.Image, resp *kmsg.ShareFetchResponse) {
 	for _, b := range eps.list {
 		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rackPtr(b.Rack)})
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/berthmq/berth/internal/handler"
 	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // shareStatsTags decodes Berth's tagged fields of a partition entry.
@@ -133,7 +133,7 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 	// oldest available age.
 	stats := func(what string, tags map[uint32]int64, avail, acquired, delayed, age int64) {
 		t.Helper()
-		got := []int64{tags[handler.ShareStatsTagAvailable], tags[handler.ShareStatsTagAcquired], tags[handler.ShareStatsTagDelayed], tags[handler.ShareStatsTagOldestAvailableAgeMs]}
+		got := []int64{tags[berthmsg.ShareStatsTagAvailable], tags[berthmsg.ShareStatsTagAcquired], tags[berthmsg.ShareStatsTagDelayed], tags[berthmsg.ShareStatsTagOldestAvailableAgeMs]}
 		if len(tags) != 10 || got[0] != avail || got[1] != acquired || got[2] != delayed || got[3] != age {
 			t.Errorf("%s: tags %v: available, acquired, delayed, age %v, want [%d %d %d %d]", what, tags, got, avail, acquired, delayed, age)
 		}

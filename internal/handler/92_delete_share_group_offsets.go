@@ -52,3 +52,24 @@ func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Reques
 	}
 	return now(resp), nil
 }
+
+// emptyShareGroup checks, at the group's coordinator, that group is a
+// share group without members.
+func (b *Broker) emptyShareGroup(group string) error {
+	switch {
+	case group == "":
+		return fmt.Errorf("%w: empty group id", kerr.InvalidGroupID)
+	case b.Groups == nil || b.Shares == nil:
+		return kerr.CoordinatorNotAvailable
+	}
+	n, ok, c := b.Groups.ShareGroupMembers(group)
+	switch {
+	case c != 0:
+		return kerr.ErrorForCode(c)
+	case !ok:
+		return fmt.Errorf("%w: %s is not a share group", kerr.GroupIDNotFound, group)
+	case n > 0:
+		return fmt.Errorf("%w: share group %s has %d members; stop its consumers first", kerr.NonEmptyGroup, group, n)
+	}
+	return nil
+}

@@ -70,6 +70,60 @@ func Served() []APIRange {
 	return out
 }
 
+// Berth's API keys are not kmsg's: registerBerth records how to make an
+// empty request (the server asks through NewRequest), they are listed in
+// ApiVersions (kgo sends no key a broker did not list) but not in Served,
+// which lists Kafka's APIs.
+
+// berthAPI is a Berth extension's name and request maker.
+type berthAPI struct {
+	name   string
+	newReq func() kmsg.Request
+}
+
+var berthAPIs = map[int16]berthAPI{}
+
+// registerBerth registers a Berth extension API (keys from 32000 on).
+func registerBerth(key int16, name string, min, max int16, newReq func() kmsg.Request, fn handlerFunc) {
+	if _, dup := apis[key]; dup || kmsg.RequestForKey(key) != nil || key < 32000 {
+		panic(fmt.Sprintf("Berth API key %d collides with a Kafka key or is registered twice", key))
+	}
+	if r := newReq(); r.Key() != key || max > r.MaxVersion() {
+		panic(fmt.Sprintf("Berth API key %d: request type has key %d, max %d", key, r.Key(), r.MaxVersion()))
+	}
+	berthAPIs[key] = berthAPI{name: name, newReq: newReq}
+	apis[key] = api{min: min, max: max, fn: fn}
+}
+
+// Extensions lists Berth's own APIs, by key.
+func Extensions() []APIRange {
+	var out []APIRange
+	for k, e := range berthAPIs {
+		a := apis[k]
+		out = append(out, APIRange{Key: k, Name: e.name, Min: a.min, Max: a.max})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// NewRequest implements server.RequestMaker: an empty request of a Berth
+// API key, else kmsg's.
+func (b *Broker) NewRequest(key int16) kmsg.Request {
+	if e, ok := berthAPIs[key]; ok {
+		return e.newReq()
+	}
+	return kmsg.RequestForKey(key)
+}
+
+// ExtensionKeys implements server.RequestMaker: the Berth API keys.
+func (b *Broker) ExtensionKeys() []int16 {
+	var out []int16
+	for _, a := range Extensions() {
+		out = append(out, a.Key)
+	}
+	return out
+}
+
 // Config is what the handlers need from the node.
 type Config struct {
 	NodeID         int32
@@ -174,6 +228,10 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 
 // now answers a response at once.
 func now(r kmsg.Response) server.Reply { return func() kmsg.Response { return r } }
+
+// authzNotComputed is Kafka's AuthorizedOperations for "not provided"
+// (INT32_MIN), what every key answers while there are no ACLs.
+const authzNotComputed = -2147483648
 
 // image is the current metadata image.
 func (b *Broker) image() *metadata.Image { return b.Controller.Image() }

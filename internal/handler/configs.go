@@ -13,6 +13,7 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // configEntry is one effective setting for DescribeConfigs.
@@ -189,12 +190,12 @@ func (b *Broker) checkGroupConfigs(im *metadata.Image, merged map[string]string)
 			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, share.ConfigAutoOffsetReset, err)
 		}
 	}
-	if t := merged[share.ConfigDLQTopicName]; t != "" {
+	if t := merged[berthmsg.ConfigDLQTopicName]; t != "" {
 		if err := validTopicName(t); err != nil {
-			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, share.ConfigDLQTopicName, err)
+			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, berthmsg.ConfigDLQTopicName, err)
 		}
 		if isInternalTopic(t) || strings.HasPrefix(t, "__") {
-			return fmt.Errorf("%w: %s %q is an internal topic; name a topic of your own", kerr.InvalidConfig, share.ConfigDLQTopicName, t)
+			return fmt.Errorf("%w: %s %q is an internal topic; name a topic of your own", kerr.InvalidConfig, berthmsg.ConfigDLQTopicName, t)
 		}
 	}
 	return nil

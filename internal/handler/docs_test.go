@@ -325,8 +325,8 @@ func TestReadmeListsEveryServedAPI(t *testing.T) {
 }
 
 // The notes of DescribeShareGroupOffsets (key 90) in docs/compatibility.md
-// list Berth's tagged fields: every ShareStatsTag* constant by number, and
-// no other number from 1000 to 1099.
+// list Berth's tagged fields: every ShareStatsTag* constant of
+// pkg/berthmsg by number, and no other number from 1000 to 1099.
 func TestCompatibilityDocListsShareStatsTags(t *testing.T) {
 	b, err := os.ReadFile(compatDoc)
 	if err != nil {
@@ -337,7 +337,7 @@ func TestCompatibilityDocListsShareStatsTags(t *testing.T) {
 		t.Fatalf("%s: no row for key 90", compatDoc)
 	}
 	notes := row[4]
-	const src = "90_describe_share_group_offsets.go"
+	const src = "../../pkg/berthmsg/sharestats.go"
 	file, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
 	if err != nil {
 		t.Fatal(err)

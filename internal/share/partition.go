@@ -46,7 +46,7 @@ const (
 	ReasonDeliveryLimit Reason = 2 // its delivery count reached share.delivery.count.limit
 )
 
-// String is the reason as written in the HeaderDLQReason header.
+// String is the reason as written in the berthmsg.HeaderDLQReason header.
 func (r Reason) String() string {
 	switch r {
 	case ReasonNone:
@@ -59,7 +59,7 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason(%d)", int8(r))
 }
 
-// Message is the HeaderDLQMessage text, Kafka's (ShareGroupDLQThrowable).
+// Message is the berthmsg.HeaderDLQMessage text, Kafka's (ShareGroupDLQThrowable).
 func (r Reason) Message() string {
 	switch r {
 	case ReasonRejected:
@@ -121,7 +121,7 @@ type Ack struct {
 
 // DLQAction asks the caller to write the records [First, Last] of the
 // source partition to the group's DLQ topic, with the context headers
-// (HeaderDLQ*), and then to call CompleteArchive for the range.
+// (berthmsg.HeaderDLQ*), and then to call CompleteArchive for the range.
 type DLQAction struct {
 	First, Last   int64
 	Reason        Reason

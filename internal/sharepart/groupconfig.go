@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // GroupConfig is a share group's effective settings: its group configs
@@ -71,9 +72,9 @@ func ResolveGroupConfig(c *config.Config, group, dynamic map[string]string) (Gro
 	g := GroupConfig{
 		AutoOffsetReset: get(share.ConfigAutoOffsetReset),
 		IsolationLevel:  get(share.ConfigIsolationLevel),
-		DLQTopic:        get(share.ConfigDLQTopicName),
+		DLQTopic:        get(berthmsg.ConfigDLQTopicName),
 	}
-	g.DLQCopyRecord, _ = strconv.ParseBool(get(share.ConfigDLQCopyRecordEnable))
+	g.DLQCopyRecord, _ = strconv.ParseBool(get(berthmsg.ConfigDLQCopyRecordEnable))
 	pc.DeadLetter = g.DLQTopic != ""
 	g.Partition = pc
 	return g, pc.Validate()
@@ -126,11 +127,11 @@ func CheckGroupConfigs(c *config.Config, group, dynamic map[string]string) error
 				b.name, v, l, h, b.lo, b.hi)
 		}
 	}
-	if t := group[share.ConfigDLQTopicName]; t != "" {
-		prefix, _ := c.ResolveBroker(share.BrokerDLQTopicNamePrefix, dynamic)
+	if t := group[berthmsg.ConfigDLQTopicName]; t != "" {
+		prefix, _ := c.ResolveBroker(berthmsg.BrokerDLQTopicNamePrefix, dynamic)
 		if !strings.HasPrefix(t, prefix) {
 			return bad("%s %q does not start with %q (the broker's %s); name the dead-letter topic %s%s",
-				share.ConfigDLQTopicName, t, prefix, share.BrokerDLQTopicNamePrefix, prefix, t)
+				berthmsg.ConfigDLQTopicName, t, prefix, berthmsg.BrokerDLQTopicNamePrefix, prefix, t)
 		}
 	}
 	if _, err := ResolveGroupConfig(c, group, dynamic); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/share"
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // Group configs resolve over the broker settings and are checked as a
@@ -72,8 +73,8 @@ func TestGroupConfigNames(t *testing.T) {
 		{share.ConfigRetryBackoffJitter, share.BrokerRetryBackoffJitter},
 		{share.ConfigAutoOffsetReset, ""},
 		{share.ConfigIsolationLevel, ""},
-		{share.ConfigDLQTopicName, ""},
-		{share.ConfigDLQCopyRecordEnable, ""},
+		{berthmsg.ConfigDLQTopicName, ""},
+		{berthmsg.ConfigDLQCopyRecordEnable, ""},
 	} {
 		d, ok := config.LookupGroup(tc.group)
 		if !ok || d.Topic != tc.broker {
@@ -83,7 +84,7 @@ func TestGroupConfigNames(t *testing.T) {
 	if n := len(config.GroupDefs()); n != 11 {
 		t.Errorf("%d group configs, want the 11 above", n)
 	}
-	if _, ok := config.LookupBroker(share.BrokerDLQTopicNamePrefix); !ok {
-		t.Errorf("broker setting %s unknown", share.BrokerDLQTopicNamePrefix)
+	if _, ok := config.LookupBroker(berthmsg.BrokerDLQTopicNamePrefix); !ok {
+		t.Errorf("broker setting %s unknown", berthmsg.BrokerDLQTopicNamePrefix)
 	}
 }

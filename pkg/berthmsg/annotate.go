@@ -14,6 +14,10 @@
 // where a Berth broker lists its extensions: against another broker kgo
 // fails the request without sending it ("broker is too old"). The byte
 // layout is in docs/compatibility.md ("Berth extensions").
+//
+// It also holds the names a client of Berth needs beyond kmsg's: the
+// tagged fields Berth adds to DescribeShareGroupOffsets (sharestats.go)
+// and the dead-letter queue's config names and record headers (dlq.go).
 package berthmsg
 
 import (

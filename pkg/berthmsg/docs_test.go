@@ -1,4 +1,4 @@
-package share
+package berthmsg
 
 import (
 	"go/ast"
@@ -41,12 +41,12 @@ func TestDocsListEveryDLQHeader(t *testing.T) {
 		listed := headerTable(string(b), tb.section)
 		for _, h := range defined {
 			if !listed[h] {
-				t.Errorf("%s: the header table of section %q has no row for %s (internal/share); add:\n| `%s` | <value> |", tb.doc, tb.section, h, h)
+				t.Errorf("%s: the header table of section %q has no row for %s (pkg/berthmsg); add:\n| `%s` | <value> |", tb.doc, tb.section, h, h)
 			}
 		}
 		for h := range listed {
 			if !slices.Contains(defined, h) {
-				t.Errorf("%s: the header table of section %q lists %s, which Berth does not write (internal/share); remove it", tb.doc, tb.section, h)
+				t.Errorf("%s: the header table of section %q lists %s, which Berth does not write (pkg/berthmsg); remove it", tb.doc, tb.section, h)
 			}
 		}
 	}
