@@ -18,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berthmq/berth/internal/config"
+
+	"github.com/berthmq/berth/internal/doccheck"
 )
 
 // docs/operations.md must list exactly the metrics a node registers, with
@@ -210,13 +212,9 @@ func TestDocsNameOnlyRegisteredMetrics(t *testing.T) {
 // READMEs.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	files := []string{"../../README.md"}
-	for _, pat := range []string{"../../docs/*.md", "../../docs/format/*.md", "../../examples/*/README.md", "../../bench/*/README.md"} {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
+	files, err := doccheck.Files("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return files
 }
@@ -225,22 +223,7 @@ func docFiles(t *testing.T) []string {
 // the metric table between heading and the next "## " heading.
 func metricTable(doc, heading string) map[string][]string {
 	rows := map[string][]string{}
-	in := false
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case line == heading:
-			in = true
-			continue
-		case strings.HasPrefix(line, "## "):
-			in = false
-		}
-		if !in || !strings.HasPrefix(line, "| `berth_") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
+	for _, cells := range doccheck.Rows(doc, heading, "| `berth_") {
 		if len(cells) < 3 {
 			cells = append(cells, "", "")
 		}

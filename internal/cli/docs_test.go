@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berthmq/berth/internal/config"
+
+	"github.com/berthmq/berth/internal/doccheck"
 )
 
 // docs/cli.md must document every berth command, and no doc may name a
@@ -300,13 +302,9 @@ func subNames(c *cobra.Command) string {
 // of examples/ and bench/.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	files := []string{"../../README.md"}
-	for _, pat := range []string{"../../docs/*.md", "../../docs/format/*.md", "../../examples/*/README.md", "../../bench/*/README.md"} {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
+	files, err := doccheck.Files("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return files
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/berthmq/berth/internal/doccheck"
 )
 
 // The settings tables of docs/configuration.md must match the code, so the
@@ -96,22 +98,7 @@ func checkRow(t *testing.T, section string, rows map[string][]string, d Def, wan
 func docTable(t *testing.T, doc, heading string) map[string][]string {
 	t.Helper()
 	rows := map[string][]string{}
-	in := false
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case line == heading:
-			in = true
-			continue
-		case strings.HasPrefix(line, "## "):
-			in = false
-		}
-		if !in || !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
+	for _, cells := range doccheck.Rows(doc, heading, "| `") {
 		name := strings.Trim(cells[0], "`")
 		if _, dup := rows[name]; dup {
 			t.Errorf("%s: section %q lists %s twice; remove one row", configDoc, strings.TrimPrefix(heading, "## "), name)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/doccheck"
 )
 
 // docs/compatibility.md must list exactly the APIs the handlers register,
@@ -125,25 +127,10 @@ func flexibleFrom(a APIRange) string {
 // heading, by API key (the first column).
 func apiTable(doc, heading string) map[int16][]string {
 	rows := map[int16][]string{}
-	in := false
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case line == heading:
-			in = true
-			continue
-		case strings.HasPrefix(line, "## "):
-			in = false
-		}
-		if !in || !strings.HasPrefix(line, "| ") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
+	for _, cells := range doccheck.Rows(doc, heading, "| ") {
 		key, err := strconv.ParseInt(cells[0], 10, 16)
 		if err != nil {
-			continue // header or separator row
+			continue // the header row
 		}
 		rows[int16(key)] = cells
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/berthmq/berth/internal/doccheck"
 )
 
 // Each table of dead-letter context headers in the docs must list exactly
@@ -100,20 +102,8 @@ var headerRE = regexp.MustCompile("`(__dlq\\.errors\\.[a-z.]+)`")
 // rows between heading and the next "## " heading.
 func headerTable(doc, heading string) map[string]bool {
 	out := map[string]bool{}
-	in := false
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case line == heading:
-			in = true
-			continue
-		case strings.HasPrefix(line, "## "):
-			in = false
-		}
-		if !in || !strings.HasPrefix(line, "| `__dlq.errors.") {
-			continue
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
-		for _, m := range headerRE.FindAllStringSubmatch(first, -1) {
+	for _, cells := range doccheck.Rows(doc, heading, "| `__dlq.errors.") {
+		for _, m := range headerRE.FindAllStringSubmatch(cells[0], -1) {
 			out[m[1]] = true
 		}
 	}
