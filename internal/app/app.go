@@ -51,7 +51,9 @@ type Node struct {
 	states   *shareStates
 	txns     *txnCoord
 	kh       *handler.Broker
-	peers    *peer.Pool // requests to other brokers (share state, transactions)
+	peers    *peer.Pool            // requests to other brokers (share state, transactions)
+	topics   *cluster.Topics       // creates the internal topics
+	pids     *metadata.ProducerIDs // producer ids, for InitProducerId and the transaction coordinator
 	nodeID   int32
 	unsub    func()
 	stop     chan struct{} // closed to end follow
@@ -174,6 +176,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, err
 	}
 
+	n.pids = metadata.NewProducerIDs(n.ctrl)
+	n.topics = &cluster.Topics{Setting: cfg.Get, Image: n.ctrl.Image, Propose: n.propose, Logger: logger}
+
 	gc := group.Config{
 		MinSessionTimeout:      cfg.Duration("group.min.session.timeout.ms"),
 		MaxSessionTimeout:      cfg.Duration("group.max.session.timeout.ms"),
@@ -230,6 +235,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
 		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, AwaitLoaded: n.awaitLoaded, ShareStates: n.states.coord, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Topics: n.topics, ProducerIDs: n.pids,
 	})
 	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{
@@ -275,6 +281,24 @@ func (n *Node) register(ctx context.Context, id int32, host string, port int32) 
 func (n *Node) alterPartition(ctx context.Context, topic string, part int32, isr []int32, epoch int32) error {
 	return n.ctrl.Propose(ctx, metadata.Record{PartitionChange: &metadata.PartitionChange{
 		Topic: topic, Partition: part, ISR: isr, ExpectPartitionEpoch: &epoch, EligibleISR: true}})
+}
+
+// propose writes metadata records and brings the local replicas and
+// coordinators in line with the result before returning (as the
+// handlers' propose does), so an internal topic created is open, and led
+// here loading, when cluster.Topics returns it.
+func (n *Node) propose(ctx context.Context, recs ...metadata.Record) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.ctrl.Propose(ctx, recs...); err != nil {
+		return err
+	}
+	im := n.ctrl.Image()
+	if err := n.replicas.Apply(im); err != nil {
+		return err
+	}
+	n.reconcileLoaders(im)
+	return nil
 }
 
 // follow applies every new metadata image to the local replicas.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
@@ -92,7 +93,7 @@ func (n *Node) appendShareState(p int32, key, value []byte) (func() error, error
 // routeShareState finds the share coordinator of k, creating
 // __share_group_state on first use.
 func (n *Node) routeShareState(ctx context.Context, k share.Key) (int32, string, error) {
-	t, err := n.kh.ShareStateTopic(ctx)
+	t, err := n.topics.EnsureInternal(ctx, cluster.ShareStateTopic)
 	if err != nil {
 		return 0, "", err
 	}

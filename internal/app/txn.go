@@ -89,7 +89,7 @@ func newTxnCoord(n *Node, cfg *config.Config) *txnCoord {
 func (c *txnCoord) allocate() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.n.kh.NextProducerID(ctx)
+	return c.n.pids.Next(ctx)
 }
 
 func (c *txnCoord) get(p int32) *txnPart {

@@ -17,6 +17,10 @@
 // the metadata quorum implements (the last time the active controller heard
 // from each broker), and the records go through metadata.Controller.Propose.
 //
+// Topics (topics.go) is the one part any broker runs: it creates the
+// internal topics on first use (their specs are here) and checks that
+// enough brokers are live for a topic's default replication factor.
+//
 // Ownership: Supervisor.roundMu serialises rounds (Tick, ControlledShutdown,
 // ElectLeaders) and guards the Supervisor's mutable fields; it is taken with
 // no other lock held and held across Propose (which only waits on the

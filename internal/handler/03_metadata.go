@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 )
@@ -71,9 +72,9 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 					t = created
 				case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(err, metadata.ErrTopicExists):
 					t = b.image().Topic(name)
-				case errors.Is(err, errBrokersDown):
+				case errors.Is(err, cluster.ErrBrokersDown):
 					// Retriable: the topic is created once enough
-					// brokers are up (brokersUp logs it), as Kafka's
+					// brokers are up (cluster.Topics.BrokersUp logs it), as Kafka's
 					// auto-creation answers while it waits.
 					errCode = kerr.LeaderNotAvailable.Code
 				default:

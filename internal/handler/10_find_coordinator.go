@@ -19,25 +19,19 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
-	"github.com/berthmq/berth/internal/sharestate"
-	"github.com/berthmq/berth/internal/txn"
 )
 
 func init() { register(10, 0, 6, (*Broker).findCoordinator) }
-
-// offsetsTopic is the internal topic of group metadata and offsets.
-const offsetsTopic = "__consumer_offsets"
 
 func (b *Broker) findCoordinator(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
@@ -66,27 +60,27 @@ func (b *Broker) findCoordinator(ctx context.Context, req *server.Request) (serv
 }
 
 func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (metadata.Broker, error) {
-	var spec internalTopic
+	var spec cluster.InternalTopic
 	switch typ {
 	case 0:
 		if key == "" {
 			return metadata.Broker{}, fmt.Errorf("%w: empty group id", kerr.InvalidGroupID)
 		}
-		spec = offsetsTopicSpec
+		spec = cluster.OffsetsTopic
 	case 2:
 		if strings.Count(key, ":") < 2 {
 			return metadata.Broker{}, fmt.Errorf("%w: share coordinator key %q is not group:topicId:partition", kerr.InvalidRequest, key)
 		}
-		spec = shareStateTopicSpec
+		spec = cluster.ShareStateTopic
 	case 1:
 		if key == "" {
 			return metadata.Broker{}, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
 		}
-		spec = txnStateTopicSpec
+		spec = cluster.TxnStateTopic
 	default:
 		return metadata.Broker{}, fmt.Errorf("%w: coordinator type %d", kerr.InvalidRequest, typ)
 	}
-	t, err := b.ensureInternalTopic(ctx, spec)
+	t, err := b.Topics.EnsureInternal(ctx, spec)
 	if err != nil {
 		return metadata.Broker{}, err
 	}
@@ -100,7 +94,7 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 	}
 	if p.Leader == b.NodeID && b.AwaitLoaded != nil {
 		wctx, cancel := context.WithTimeout(ctx, coordinatorLoadWait)
-		b.AwaitLoaded(wctx, spec.name, p.Index)
+		b.AwaitLoaded(wctx, spec.Name, p.Index)
 		cancel()
 	}
 	return node, nil
@@ -109,69 +103,3 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 // coordinatorLoadWait bounds how long FindCoordinator waits for this
 // node's coordinator to load the partition it names.
 const coordinatorLoadWait = 2 * time.Second
-
-// internalTopic describes an internal topic the broker creates on first
-// use: its name and the broker settings of its partition count,
-// replication factor and segment size.
-type internalTopic struct {
-	name, partitions, replicationFactor, segmentBytes string
-	// minISR, if set, is the setting of the topic's min.insync.replicas,
-	// capped at its replication factor.
-	minISR string
-}
-
-var (
-	offsetsTopicSpec = internalTopic{offsetsTopic, "offsets.topic.num.partitions",
-		"offsets.topic.replication.factor", "offsets.topic.segment.bytes", ""}
-	shareStateTopicSpec = internalTopic{sharestate.Topic, "share.coordinator.state.topic.num.partitions",
-		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes", ""}
-	txnStateTopicSpec = internalTopic{txn.Topic, "transaction.state.log.num.partitions",
-		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes", "transaction.state.log.min.isr"}
-)
-
-// ShareStateTopic returns __share_group_state, creating it on first use.
-func (b *Broker) ShareStateTopic(ctx context.Context) (*metadata.Topic, error) {
-	return b.ensureInternalTopic(ctx, shareStateTopicSpec)
-}
-
-// ensureInternalTopic returns the internal topic of spec, creating it on
-// first use: compacted, its replication factor setting capped at the
-// cluster's nodes (so one node works with the default of 3). While fewer
-// brokers are live than that (a cluster starting, or a node down) it
-// answers COORDINATOR_NOT_AVAILABLE, which clients retry, rather than
-// create the topic with fewer replicas for good.
-func (b *Broker) ensureInternalTopic(ctx context.Context, spec internalTopic) (*metadata.Topic, error) {
-	im := b.image()
-	if t := im.Topic(spec.name); t != nil {
-		return t, nil
-	}
-	rf := min(int32(atoi(b.Broker.Get(spec.replicationFactor))), int32(im.Nodes()))
-	if err := b.brokersUp(im, rf, spec.replicationFactor); err != nil {
-		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, spec.name, err)
-	}
-	n := int32(atoi(b.Broker.Get(spec.partitions)))
-	replicas, err := assignReplicas(im, spec.name, n, rf)
-	if err != nil {
-		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, spec.name, err)
-	}
-	rec := metadata.Record{CreateTopic: &metadata.CreateTopic{
-		Name: spec.name, ID: metadata.NewTopicID(), Partitions: n, Replicas: replicas, Internal: true,
-		Configs: map[string]string{
-			"cleanup.policy":   "compact",
-			"segment.bytes":    b.Broker.Get(spec.segmentBytes),
-			"compression.type": "producer",
-		},
-	}}
-	if spec.minISR != "" {
-		rec.CreateTopic.Configs["min.insync.replicas"] = strconv.Itoa(int(min(int32(atoi(b.Broker.Get(spec.minISR))), rf)))
-	}
-	if err := b.propose(ctx, rec); err != nil && !errors.Is(err, metadata.ErrTopicExists) {
-		return nil, fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, spec.name, err)
-	}
-	b.log.Info("created internal topic", "topic", spec.name, "partitions", n, "replication_factor", rf)
-	t := b.image().Topic(spec.name)
-	if t == nil {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	return t, nil
-}

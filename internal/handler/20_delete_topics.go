@@ -52,7 +52,7 @@ func (b *Broker) deleteTopic(ctx context.Context, rt kmsg.DeleteTopicsRequestTop
 			return fmt.Errorf("%w: no topic with that id", kerr.UnknownTopicID)
 		}
 	}
-	if t.Internal || isInternalTopic(t.Name) {
+	if t.Internal || metadata.IsInternalTopic(t.Name) {
 		return fmt.Errorf("%w: %s is an internal topic and cannot be deleted", kerr.InvalidRequest, t.Name)
 	}
 	if err := b.propose(ctx, metadata.Record{DeleteTopic: &metadata.DeleteTopic{Name: t.Name}}); err != nil {

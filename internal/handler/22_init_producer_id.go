@@ -12,7 +12,6 @@ package handler
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,9 +22,6 @@ import (
 )
 
 func init() { register(22, 0, 5, (*Broker).initProducerID) }
-
-// producerIDBlock is how many ids one metadata record reserves.
-const producerIDBlock = 1000
 
 func (b *Broker) initProducerID(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
@@ -47,7 +43,7 @@ func (b *Broker) initProducerID(ctx context.Context, req *server.Request) (serve
 		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 		return now(resp), nil
 	}
-	id, err := b.nextProducerID(ctx)
+	id, err := b.ProducerIDs.Next(ctx)
 	if err != nil {
 		b.log.Warn("allocating producer id", "err", err)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -55,19 +51,4 @@ func (b *Broker) initProducerID(ctx context.Context, req *server.Request) (serve
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return now(resp), nil
-}
-
-func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
-	b.pidMu.Lock()
-	defer b.pidMu.Unlock()
-	if b.pidNext >= b.pidEnd {
-		first, err := b.Controller.AllocateProducerIDs(ctx, producerIDBlock)
-		if err != nil {
-			return 0, fmt.Errorf("producer id block: %w", err)
-		}
-		b.pidNext, b.pidEnd = first, first+producerIDBlock
-	}
-	id := b.pidNext
-	b.pidNext++
-	return id, nil
 }

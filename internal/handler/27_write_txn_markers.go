@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 )
@@ -96,7 +97,7 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 	return func() kmsg.Response {
 		for _, w := range waits {
 			err := w.p.WaitDurable(w.durable, w.gen, deadline, true)
-			if err == nil && w.p.Topic == offsetsTopic {
+			if err == nil && w.p.Topic == metadata.OffsetsTopic {
 				// The group coordinator commits or drops the producer's
 				// transactional offsets (28_txn_offset_commit.go).
 				err = b.completeTxnOffsets(w.p.Index, w.pid, w.commit, deadline)

@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/metadata"
@@ -164,21 +164,20 @@ type Config struct {
 	// Reassigner serves AlterPartitionReassignments on the active
 	// controller; nil answers NOT_CONTROLLER.
 	Reassigner Reassigner
-	Logger     *slog.Logger
+	// Topics creates the internal topics (FindCoordinator) and checks the
+	// live brokers for a default replication factor; nil: one of the
+	// handler's own, proposing through it.
+	Topics *cluster.Topics
+	// ProducerIDs hands out producer ids (InitProducerId); the node's,
+	// shared with its transaction coordinator. Nil: one of the handler's own.
+	ProducerIDs *metadata.ProducerIDs
+	Logger      *slog.Logger
 }
 
 // Broker implements server.Handler.
 type Broker struct {
 	Config
 	log *slog.Logger
-
-	pidMu   sync.Mutex // guards pidNext, pidEnd
-	pidNext int64
-	pidEnd  int64
-
-	// downLogged is when (Unix ns) a topic creation that waits for
-	// brokers was last logged (brokersUp).
-	downLogged atomic.Int64
 
 	intercept atomic.Pointer[Intercept] // SetIntercept's hook; nil: none
 }
@@ -203,7 +202,15 @@ func New(cfg Config) *Broker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Broker{Config: cfg, log: cfg.Logger}
+	b := &Broker{Config: cfg, log: cfg.Logger}
+	if b.Topics == nil {
+		b.Topics = &cluster.Topics{Setting: func(name string) string { return b.Broker.Get(name) },
+			Image: b.image, Propose: b.propose, Logger: b.log}
+	}
+	if b.ProducerIDs == nil {
+		b.ProducerIDs = metadata.NewProducerIDs(b.Controller)
+	}
+	return b
 }
 
 // Supported implements server.Handler.

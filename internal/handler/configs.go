@@ -194,7 +194,7 @@ func (b *Broker) checkGroupConfigs(im *metadata.Image, merged map[string]string)
 		if err := validTopicName(t); err != nil {
 			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, berthmsg.ConfigDLQTopicName, err)
 		}
-		if isInternalTopic(t) || strings.HasPrefix(t, "__") {
+		if metadata.IsInternalTopic(t) || strings.HasPrefix(t, "__") {
 			return fmt.Errorf("%w: %s %q is an internal topic; name a topic of your own", kerr.InvalidConfig, berthmsg.ConfigDLQTopicName, t)
 		}
 	}

@@ -2,11 +2,9 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -67,7 +65,7 @@ func (b *Broker) prepareTopic(im *metadata.Image, s topicSpec) (metadata.Record,
 	if err := validTopicName(s.name); err != nil {
 		return metadata.Record{}, err
 	}
-	if isInternalTopic(s.name) {
+	if metadata.IsInternalTopic(s.name) {
 		return metadata.Record{}, fmt.Errorf("%w: %s is an internal topic; the broker creates it", kerr.InvalidRequest, s.name)
 	}
 	if im.Topic(s.name) != nil {
@@ -161,58 +159,16 @@ func atoi(s string) int64 {
 	return n
 }
 
-// isInternalTopic reports the names the broker manages itself.
-func isInternalTopic(name string) bool {
-	return name == offsetsTopic || name == "__transaction_state" || name == "__share_group_state"
-}
-
-// errBrokersDown: a topic created with a default replication factor
-// needs more live brokers than there are, though the cluster has the
-// nodes: they are starting (a cluster's brokers register one by one) or
-// down. CreateTopics answers INVALID_REPLICATION_FACTOR, as Kafka does;
-// auto-creation answers the retriable LEADER_NOT_AVAILABLE, and the
-// internal topics COORDINATOR_NOT_AVAILABLE, so that clients wait for the
-// brokers instead of the topic getting fewer replicas for good.
-var errBrokersDown = errors.New("handler: fewer live brokers than the default replication factor")
-
 // defaultReplicationFactor is default.replication.factor as it applies to
 // a topic created now: the setting, or min(3, nodes) when nobody set it.
-// errBrokersDown when the cluster has that many nodes but fewer are live
-// brokers.
+// cluster.ErrBrokersDown when the cluster has that many nodes but fewer
+// are live brokers.
 func (b *Broker) defaultReplicationFactor(im *metadata.Image) (int32, error) {
 	nodes := im.Nodes()
 	v, _ := b.Broker.ResolveBrokerIn("default.replication.factor", im.BrokerConfigs, config.Cluster{Nodes: nodes})
 	rf := int32(atoi(v))
-	if err := b.brokersUp(im, rf, "default.replication.factor"); err != nil {
+	if err := b.Topics.BrokersUp(im, rf, "default.replication.factor"); err != nil {
 		return 0, fmt.Errorf("%w: %w", kerr.InvalidReplicationFactor, err)
 	}
 	return rf, nil
-}
-
-// brokersUp returns errBrokersDown when a replication factor of rf (from
-// setting) fits the cluster's nodes but not its live brokers, and logs
-// it (at most every 30 s, since clients retry).
-func (b *Broker) brokersUp(im *metadata.Image, rf int32, setting string) error {
-	live, nodes := liveBrokers(im), im.Nodes()
-	if int(rf) <= live || int(rf) > nodes {
-		return nil
-	}
-	err := fmt.Errorf("%w: replication factor %d (%s) needs %d live brokers; %d of the cluster's %d nodes are: "+
-		"waiting for the others to start or come back", errBrokersDown, rf, setting, rf, live, nodes)
-	if now := time.Now().UnixNano(); now-b.downLogged.Load() > int64(30*time.Second) {
-		b.downLogged.Store(now)
-		b.log.Warn("a topic waits to be created", "err", err)
-	}
-	return err
-}
-
-// liveBrokers counts the registered, unfenced brokers.
-func liveBrokers(im *metadata.Image) int {
-	n := 0
-	for _, b := range im.Brokers {
-		if !b.Fenced {
-			n++
-		}
-	}
-	return n
 }

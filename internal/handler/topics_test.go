@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
 )
@@ -39,7 +40,7 @@ func entryOf(es []configEntry, name string) configEntry {
 
 // default.replication.factor is min(3, nodes) unless set; while fewer
 // brokers are live than the cluster's nodes could host, creating with it
-// waits (errBrokersDown); DescribeConfigs shows the computed value as
+// waits (cluster.ErrBrokersDown); DescribeConfigs shows the computed value as
 // DEFAULT_CONFIG, and a topic's min.insync.replicas as its partitions
 // apply it.
 func TestDefaultReplicationFactorFollowsTheCluster(t *testing.T) {
@@ -62,8 +63,8 @@ func TestDefaultReplicationFactorFollowsTheCluster(t *testing.T) {
 		im := clusterImage(tc.nodes, tc.live, tc.dyn)
 		rf, err := b.defaultReplicationFactor(im)
 		switch {
-		case tc.waits && !errors.Is(err, errBrokersDown):
-			t.Errorf("%d nodes, %d live: %d, %v; want errBrokersDown", tc.nodes, tc.live, rf, err)
+		case tc.waits && !errors.Is(err, cluster.ErrBrokersDown):
+			t.Errorf("%d nodes, %d live: %d, %v; want cluster.ErrBrokersDown", tc.nodes, tc.live, rf, err)
 		case tc.waits && !errors.Is(err, kerr.InvalidReplicationFactor):
 			t.Errorf("%d nodes, %d live: %v is not INVALID_REPLICATION_FACTOR (CreateTopics' answer)", tc.nodes, tc.live, err)
 		case !tc.waits && (err != nil || rf != tc.want):

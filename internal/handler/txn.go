@@ -89,9 +89,3 @@ func (b *Broker) txnDoWaiting(ctx context.Context, id string, op func(tp *txn.Pa
 		}
 	}
 }
-
-// NextProducerID hands out a producer id from the node's block (the
-// transaction coordinator's allocator).
-func (b *Broker) NextProducerID(ctx context.Context) (int64, error) {
-	return b.nextProducerID(ctx)
-}

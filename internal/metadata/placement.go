@@ -60,3 +60,36 @@ const (
 	// LeaderNone: the topic does not exist or the partition has no leader.
 	LeaderNone
 )
+
+// The internal topics. The brokers create them on first use
+// (cluster.Topics.EnsureInternal) and each is the log of one coordinator.
+const (
+	// OffsetsTopic holds group metadata and committed offsets (the group
+	// coordinator, internal/group).
+	OffsetsTopic = "__consumer_offsets"
+	// ShareStateTopic holds the share-partitions' state (the share
+	// coordinator, internal/sharestate).
+	ShareStateTopic = "__share_group_state"
+	// TxnStateTopic holds the transactional ids' state (the transaction
+	// coordinator, internal/txn).
+	TxnStateTopic = "__transaction_state"
+)
+
+// IsInternalTopic reports the names the broker manages itself.
+func IsInternalTopic(name string) bool {
+	return name == OffsetsTopic || name == TxnStateTopic || name == ShareStateTopic
+}
+
+// Leadership is what im says of partition p of topic for node self: led
+// by self, by another node, or by none (no such topic or partition yet,
+// or no leader).
+func (im *Image) Leadership(topic string, p, self int32) Leadership {
+	mp := im.Topic(topic).Partition(p)
+	switch {
+	case mp == nil || mp.Leader == NoLeader:
+		return LeaderNone
+	case mp.Leader == self:
+		return LeaderSelf
+	}
+	return LeaderOther
+}
