@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
@@ -30,6 +32,8 @@ import (
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 	"github.com/berthmq/berth/internal/sharepart"
+	"github.com/berthmq/berth/internal/sharestate"
+	"github.com/berthmq/berth/internal/txn"
 )
 
 // Node is one running broker.
@@ -47,8 +51,8 @@ type Node struct {
 	httpLn   net.Listener
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
-	loader   *partitionLoader // __consumer_offsets into groups
-	states   *shareStates
+	loaders  *replica.Loaders        // the coordinators' partitions, loaded where this node leads
+	states   *sharestate.Coordinator // the share coordinator
 	txns     *txnCoord
 	kh       *handler.Broker
 	peers    *peer.Pool            // requests to other brokers (share state, transactions)
@@ -176,6 +180,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, err
 	}
 
+	n.loaders = &replica.Loaders{Replicas: n.replicas, Image: n.ctrl.Image, Before: n.forgetDeletedTopics, Logger: logger}
 	n.pids = metadata.NewProducerIDs(n.ctrl)
 	n.topics = &cluster.Topics{Setting: cfg.Get, Image: n.ctrl.Image, Propose: n.propose, Logger: logger}
 
@@ -221,12 +226,17 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err := gc.Validate(); err != nil {
 		return nil, err
 	}
-	gc.Leader = func(p int32) metadata.Leadership { return n.leadership(OffsetsTopic, p) }
-	n.groups = group.New(gc, &offsetsStore{replicas: n.replicas, now: time.Now}, topicResolver{n.ctrl})
+	gc.Leader = func(p int32) metadata.Leadership {
+		return n.ctrl.Image().Leadership(metadata.OffsetsTopic, p, n.nodeID)
+	}
+	offsets := &replica.StateLog{Replicas: n.replicas, Topic: metadata.OffsetsTopic, NotHere: kerr.NotCoordinator, Timeout: 30 * time.Second}
+	n.groups = group.New(gc, group.AppendStore(offsets), topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
-	n.loader = newOffsetsLoader(n)
 	n.txns = newTxnCoord(n, cfg)
-	n.reconcileLoaders(n.ctrl.Image())
+	n.loaders.Add(metadata.OffsetsTopic, "group metadata", n.groups)
+	n.loaders.Add(sharestate.Topic, "share-partition state", n.states)
+	n.loaders.Add(txn.Topic, "transaction state", n.txns)
+	n.loaders.Reconcile(n.ctrl.Image())
 
 	n.unsub = unsub
 	go n.follow(ch)
@@ -234,7 +244,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.reconcileLoaders, AwaitLoaded: n.awaitLoaded, ShareStates: n.states.coord, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, AfterApply: n.loaders.Reconcile, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 		Topics: n.topics, ProducerIDs: n.pids,
 	})
 	n.kh = h
@@ -297,7 +307,7 @@ func (n *Node) propose(ctx context.Context, recs ...metadata.Record) error {
 	if err := n.replicas.Apply(im); err != nil {
 		return err
 	}
-	n.reconcileLoaders(im)
+	n.loaders.Reconcile(im)
 	return nil
 }
 
@@ -314,7 +324,7 @@ func (n *Node) follow(ch <-chan struct{}) {
 		if err := n.replicas.Apply(im); err != nil {
 			n.log.Error("applying metadata to partitions", "err", err)
 		}
-		n.reconcileLoaders(im)
+		n.loaders.Reconcile(im)
 	}
 }
 
@@ -384,11 +394,8 @@ func (n *Node) Close() error {
 	if n.shares != nil {
 		n.shares.Close()
 	}
-	if n.loader != nil {
-		n.loader.wg.Wait()
-	}
-	if n.states != nil {
-		n.states.close()
+	if n.loaders != nil {
+		n.loaders.Close() // the replays running
 	}
 	if n.txns != nil {
 		n.txns.close()

@@ -16,21 +16,22 @@ import (
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
+	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/txn"
 )
 
 // txnCoord is the node's transaction coordinator: one txn.Partition per
 // __transaction_state partition this node leads, loaded by a
-// partitionLoader (replay, then the pending markers are sent again). Each
+// replica.Loader (replay, then the pending markers are sent again). Each
 // operation runs under its partition's mutex, appends the Result's
 // records through the replica path and answers once they are durable;
 // the markers of a Result are then written by WriteTxnMarkers to each
 // partition's leader (through a peer connection, to this node too) and
 // the transaction completed with MarkersDone.
 type txnCoord struct {
-	n      *Node
-	cfg    txn.Config
-	loader *partitionLoader
+	n   *Node
+	cfg txn.Config
+	log *replica.StateLog
 
 	mu    sync.Mutex // guards parts
 	parts map[int32]*txnPart
@@ -50,37 +51,21 @@ type txnPart struct {
 	changed chan struct{} // closed and replaced at each durable change (Changed)
 	loading bool          // replaying: operations answer COORDINATOR_LOAD_IN_PROGRESS
 	epoch   int32         // coordinator epoch: the partition's leader epoch when loaded
-	// last is the durability offset and generation of the last append: an
-	// operation that writes nothing still answers only once the state it
-	// read is durable (Kafka refuses it meanwhile with its pending state).
-	last struct {
-		durable int64
-		gen     uint64
-		set     bool
-	}
+	// last is the wait of the last append: an operation that writes
+	// nothing still answers only once the state it read is durable (Kafka
+	// refuses it meanwhile with its pending state). Nil: none yet.
+	last func() error
 }
 
 func newTxnCoord(n *Node, cfg *config.Config) *txnCoord {
-	c := &txnCoord{n: n, parts: map[int32]*txnPart{}, cfg: txn.Config{
+	c := &txnCoord{n: n, parts: map[int32]*txnPart{}, log: &replica.StateLog{Replicas: n.replicas, Topic: txn.Topic,
+		NotHere: kerr.NotCoordinator, Timeout: 30 * time.Second}, cfg: txn.Config{
 		MaxTimeout:        cfg.Duration("transaction.max.timeout.ms"),
 		IDExpiration:      cfg.Duration("transactional.id.expiration.ms"),
 		AbortInterval:     cfg.Duration("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
 		ExpireInterval:    cfg.Duration("transaction.remove.expired.transaction.cleanup.interval.ms"),
 		OffsetsPartitions: int32(cfg.Int("offsets.topic.num.partitions")),
 	}}
-	c.loader = &partitionLoader{n: n, topic: txn.Topic, what: "transaction state", loaded: map[int32]bool{},
-		begin: c.begin, finish: c.finish, unload: c.unload,
-		record: func(p int32, key, value []byte) {
-			tp := c.get(p)
-			if tp == nil {
-				return
-			}
-			// The partition is loading: no operation touches p until
-			// finish, which takes mu.
-			if err := tp.p.Replay(key, value); err != nil {
-				n.log.Warn("skipping __transaction_state record", "partition", p, "err", err)
-			}
-		}}
 	return c
 }
 
@@ -98,11 +83,12 @@ func (c *txnCoord) get(p int32) *txnPart {
 	return c.parts[p]
 }
 
-func (c *txnCoord) begin(p int32) {
+// BeginLoad implements replica.Coordinator.
+func (c *txnCoord) BeginLoad(p int32) {
 	tp := &txnPart{index: p, stop: make(chan struct{}), p: txn.NewPartition(c.cfg, c.allocate), loading: true,
 		changed: make(chan struct{})}
-	if part := c.n.replicas.Get(txn.Topic, p); part != nil {
-		tp.epoch = part.LeaderEpoch()
+	if epoch, ok := c.log.LeaderEpoch(p); ok {
+		tp.epoch = epoch
 	}
 	c.mu.Lock()
 	if old := c.parts[p]; old != nil {
@@ -112,7 +98,19 @@ func (c *txnCoord) begin(p int32) {
 	c.mu.Unlock()
 }
 
-func (c *txnCoord) finish(p int32) {
+// LoadRecord implements replica.Coordinator.
+func (c *txnCoord) LoadRecord(p int32, key, value []byte) error {
+	tp := c.get(p)
+	if tp == nil {
+		return nil
+	}
+	// The partition is loading: no operation touches p until
+	// FinishLoad, which takes mu.
+	return tp.p.Replay(key, value)
+}
+
+// FinishLoad implements replica.Coordinator.
+func (c *txnCoord) FinishLoad(p int32) {
 	tp := c.get(p)
 	if tp == nil {
 		return
@@ -128,7 +126,8 @@ func (c *txnCoord) finish(p int32) {
 	go c.timers(tp)
 }
 
-func (c *txnCoord) unload(p int32) {
+// Unload implements replica.Coordinator.
+func (c *txnCoord) Unload(p int32) {
 	c.mu.Lock()
 	tp := c.parts[p]
 	delete(c.parts, p)
@@ -138,8 +137,9 @@ func (c *txnCoord) unload(p int32) {
 	}
 }
 
+// close stops the timers and marker senders of the partitions loaded;
+// the loader's replays have ended.
 func (c *txnCoord) close() {
-	c.loader.wg.Wait()
 	c.mu.Lock()
 	for p, tp := range c.parts {
 		close(tp.stop)
@@ -225,7 +225,7 @@ func (c *txnCoord) Do(ctx context.Context, p int32, op func(*txn.Partition, time
 // loaded: NOT_COORDINATOR only when another node leads it
 // (group.NotOwnedError).
 func (c *txnCoord) notLoaded(p int32) error {
-	return group.NotOwnedError(c.n.leadership(txn.Topic, p))
+	return group.NotOwnedError(c.n.ctrl.Image().Leadership(txn.Topic, p, c.n.nodeID))
 }
 
 func txnFail(err error) txn.Result {
@@ -235,49 +235,42 @@ func txnFail(err error) txn.Result {
 // append appends records to the partition (tp.mu held); the returned wait
 // ends once every in-sync replica has them.
 func (c *txnCoord) append(tp *txnPart, recs []txn.Record) (func() error, error) {
-	part := c.n.replicas.Get(txn.Topic, tp.index)
-	if part == nil {
-		return nil, kerr.NotCoordinator
-	}
 	if len(recs) == 0 {
-		if !tp.last.set {
+		if _, ok := c.log.LeaderEpoch(tp.index); !ok {
+			return nil, kerr.NotCoordinator
+		}
+		if tp.last == nil {
 			return func() error { return nil }, nil
 		}
-		durable, gen := tp.last.durable, tp.last.gen
-		return func() error {
-			return part.WaitDurable(durable, gen, time.Now().Add(30*time.Second), true)
-		}, nil
+		return tp.last, nil
 	}
 	kvs := make([]batch.KV, len(recs))
 	for i, r := range recs {
 		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
 	}
-	res, err := part.Append(batch.Build(kvs, time.Now().UnixMilli()), nil)
+	wait, err := c.log.Append(tp.index, kvs)
 	if err != nil {
 		return nil, err
 	}
-	tp.last.durable, tp.last.gen, tp.last.set = res.Durable, res.Gen, true
-	return func() error {
-		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(30*time.Second), true)
-	}, nil
+	tp.last = wait
+	return wait, nil
 }
 
 // rebuild drops tp's state after a failed write and replays the
 // partition's log, as the txn contract asks, then sends the pending
 // markers again. A partition no longer led is left to the loader.
 func (c *txnCoord) rebuild(tp *txnPart) {
-	part := c.n.replicas.Get(txn.Topic, tp.index)
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	if part == nil || c.get(tp.index) != tp {
+	if c.get(tp.index) != tp {
 		return
 	}
 	fresh := txn.NewPartition(c.cfg, c.allocate)
-	run := &loadRun{done: make(chan struct{})}
-	defer close(run.done)
-	l := &partitionLoader{n: c.n, topic: txn.Topic, what: c.loader.what,
-		record: func(_ int32, key, value []byte) { _ = fresh.Replay(key, value) }}
-	if _, err := l.replay(tp.index, part, run); err != nil {
+	_, err := c.log.Replay(tp.index, func(key, value []byte) { _ = fresh.Replay(key, value) })
+	switch {
+	case errors.Is(err, kerr.NotCoordinator):
+		return // not on this node any more
+	case err != nil:
 		c.n.log.Error("replaying __transaction_state", "partition", tp.index, "err", err)
 	}
 	tp.p = fresh

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/metadata"
 )
 
@@ -20,6 +21,34 @@ import (
 // done calls of one partition in the same order.
 type Store interface {
 	Write(p int32, recs []Record, done func(error))
+}
+
+// Appender appends records to partition p of __consumer_offsets, which
+// this node leads, at once (in call order), and returns the wait for them
+// to be durable (replica.StateLog; the share and transaction coordinators
+// write through the same).
+type Appender interface {
+	Append(p int32, recs []batch.KV) (wait func() error, err error)
+}
+
+// AppendStore is the Store that writes through a: each Write appends its
+// records at once, so the log has them in the order of the Write calls,
+// and calls done from a goroutine once they are durable.
+func AppendStore(a Appender) Store { return appendStore{a} }
+
+type appendStore struct{ a Appender }
+
+func (s appendStore) Write(p int32, recs []Record, done func(error)) {
+	kvs := make([]batch.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
+	}
+	wait, err := s.a.Append(p, kvs)
+	if err != nil {
+		done(err)
+		return
+	}
+	go func() { done(wait()) }()
 }
 
 // TopicResolver answers topic existence and id<->name for commits/fetches

@@ -149,7 +149,7 @@ func (h *harness) loadAll(c *Coordinator) {
 		recs := slices.Clone(h.store.log[p])
 		h.store.mu.Unlock()
 		for _, r := range recs {
-			c.LoadRecord(p, r)
+			c.LoadRecord(p, r.Key, r.Value)
 		}
 		c.FinishLoad(p)
 	}
@@ -464,7 +464,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			recs := slices.Clone(h.store.log[p])
 			h.store.mu.Unlock()
 			for _, r := range recs {
-				h.c.LoadRecord(p, r)
+				h.c.LoadRecord(p, r.Key, r.Value)
 			}
 		case d.HasArg("finish"):
 			h.c.FinishLoad(p)

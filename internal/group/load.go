@@ -61,8 +61,14 @@ func (c *Coordinator) BeginLoad(p int32) {
 
 // LoadRecord replays one record of partition p, in log order. Records of
 // a partition not loading are ignored; records that do not decode are
-// logged and skipped.
-func (c *Coordinator) LoadRecord(p int32, r Record) {
+// logged and skipped (so it returns nil: it implements
+// replica.Coordinator, whose loader logs what others return).
+func (c *Coordinator) LoadRecord(p int32, key, value []byte) error {
+	c.loadRecord(p, Record{Key: key, Value: value})
+	return nil
+}
+
+func (c *Coordinator) loadRecord(p int32, r Record) {
 	if isShareRecordKey(r.Key) {
 		c.loadShareRecord(p, r)
 		return

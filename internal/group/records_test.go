@@ -144,7 +144,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c := New(Config{Logger: quietLogger()}, nil, nil)
 		c.BeginLoad(0)
-		c.LoadRecord(0, Record{Key: key, Value: value})
+		c.LoadRecord(0, key, value)
 		c.FinishLoad(0)
 		c.Groups()
 		c.Committed()

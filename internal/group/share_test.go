@@ -91,7 +91,7 @@ func TestConcurrentShareMembers(t *testing.T) {
 	for p := range c2.cfg.OffsetsTopicPartitions {
 		c2.BeginLoad(p)
 		for _, r := range store.recs[p] {
-			c2.LoadRecord(p, r)
+			c2.LoadRecord(p, r.Key, r.Value)
 		}
 		c2.FinishLoad(p)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
@@ -58,10 +59,13 @@ func CoordinatorKey(k share.Key) string {
 // PartitionFor is the __share_group_state partition of k among n.
 func PartitionFor(k share.Key, n int32) int32 { return metadata.PartitionForKey(CoordinatorKey(k), n) }
 
-// Appender appends one record to partition p of __share_group_state, which
-// this node leads, and returns a wait that blocks until the record is
-// durable (committed: below the high watermark).
-type Appender func(p int32, key, value []byte) (wait func() error, err error)
+// Appender appends records to partition p of __share_group_state, which
+// this node leads, and returns a wait that blocks until they are durable
+// (committed: below the high watermark): replica.StateLog, as for the
+// group and transaction coordinators.
+type Appender interface {
+	Append(p int32, recs []batch.KV) (wait func() error, err error)
+}
 
 // Coordinator holds the states of the __share_group_state partitions this
 // node leads.
@@ -329,7 +333,7 @@ func (c *Coordinator) partitions() int32 {
 // (st.mu held).
 func (c *Coordinator) append(k share.Key, s share.Snapshot) error {
 	key := share.AppendKey(nil, share.RecordSnapshot, k.Group, k.TopicID, k.Partition)
-	wait, err := c.appendTo(PartitionFor(k, c.partitions()), key, s.AppendTo(nil))
+	wait, err := c.appendTo.Append(PartitionFor(k, c.partitions()), []batch.KV{{Key: key, Value: s.AppendTo(nil)}})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 )
@@ -17,16 +18,16 @@ type memLog struct {
 	fail error
 }
 
-func (l *memLog) append(_ int32, key, value []byte) (func() error, error) {
+func (l *memLog) Append(_ int32, recs []batch.KV) (func() error, error) {
 	if l.fail != nil {
 		return nil, l.fail
 	}
-	l.recs = append(l.recs, [2][]byte{key, value})
+	l.recs = append(l.recs, [2][]byte{recs[0].Key, recs[0].Value})
 	return func() error { return nil }, nil
 }
 
 func owned(l *memLog) *Coordinator {
-	c := New(l.append, nil)
+	c := New(l, nil)
 	c.SetPartitions(1)
 	c.BeginLoad(0)
 	c.FinishLoad(0)
@@ -68,7 +69,7 @@ func TestWriteReadReplay(t *testing.T) {
 	}
 
 	// A new coordinator replaying the log has the same state.
-	c2 := New(l.append, nil)
+	c2 := New(l, nil)
 	c2.SetPartitions(1)
 	c2.BeginLoad(0)
 	if _, _, err := c2.Read(key, 2); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
@@ -154,7 +155,7 @@ func TestDeleteReplays(t *testing.T) {
 	if err := c.Delete(key); err != nil {
 		t.Fatal(err)
 	}
-	c2 := New(l.append, nil)
+	c2 := New(l, nil)
 	c2.SetPartitions(1)
 	c2.BeginLoad(0)
 	for _, r := range l.recs {
@@ -177,7 +178,7 @@ func TestDeleteReplays(t *testing.T) {
 
 func TestNotCoordinatorAndFailedAppend(t *testing.T) {
 	l := &memLog{}
-	c := New(l.append, nil)
+	c := New(l, nil)
 	c.SetPartitions(4)
 	if _, _, err := c.Read(key, 1); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("read at a node that owns nothing: %v", err)
@@ -233,7 +234,7 @@ func TestNotOwnedAnswersByLeadership(t *testing.T) {
 		metadata.LeaderOther: kerr.NotCoordinator,
 	} {
 		for _, counted := range []bool{false, true} {
-			c := New((&memLog{}).append, nil)
+			c := New(&memLog{}, nil)
 			c.Leader = func(k share.Key) metadata.Leadership {
 				if k != key {
 					t.Errorf("Leader asked about %v", k)

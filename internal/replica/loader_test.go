@@ -1,4 +1,4 @@
-package app
+package replica
 
 import (
 	"testing"
@@ -6,16 +6,24 @@ import (
 	"github.com/berthmq/berth/internal/metadata"
 )
 
+// unloads is a Coordinator that records the partitions it unloads.
+type unloads []int32
+
+func (u *unloads) BeginLoad(int32)                        {}
+func (u *unloads) LoadRecord(int32, []byte, []byte) error { return nil }
+func (u *unloads) FinishLoad(int32)                       {}
+func (u *unloads) Unload(p int32)                         { *u = append(*u, p) }
+
 // An image older than the last one reconciled changes nothing: the
 // handler's propose path and the follow loop reconcile with images of
 // their own, and an old one (before the internal topic existed) must not
 // unload a coordinator partition a newer one loaded.
 func TestPartitionLoaderIgnoresOlderImage(t *testing.T) {
-	var unloaded []int32
-	l := &partitionLoader{
-		n:      &Node{nodeID: 1},
+	var unloaded unloads
+	l := &Loader{
+		self:   1,
 		topic:  "__consumer_offsets",
-		unload: func(p int32) { unloaded = append(unloaded, p) },
+		c:      &unloaded,
 		loaded: map[int32]bool{0: true}, // loaded from the image of index 10
 	}
 	withTopic := &metadata.Image{Index: 10, Topics: map[string]*metadata.Topic{
