@@ -53,7 +53,7 @@ type Node struct {
 	shares   *sharepart.Registry
 	loaders  *replica.Loaders        // the coordinators' partitions, loaded where this node leads
 	states   *sharestate.Coordinator // the share coordinator
-	txns     *txnCoord
+	txns     *txn.Coordinator
 	kh       *handler.Broker
 	peers    *peer.Pool            // requests to other brokers (share state, transactions)
 	topics   *cluster.Topics       // creates the internal topics
@@ -232,7 +232,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	offsets := &replica.StateLog{Replicas: n.replicas, Topic: metadata.OffsetsTopic, NotHere: kerr.NotCoordinator, Timeout: 30 * time.Second}
 	n.groups = group.New(gc, group.AppendStore(offsets), topicResolver{n.ctrl})
 	n.groups.Start(context.Background())
-	n.txns = newTxnCoord(n, cfg)
+	n.txns = n.newTxns(cfg)
 	n.loaders.Add(metadata.OffsetsTopic, "group metadata", n.groups)
 	n.loaders.Add(sharestate.Topic, "share-partition state", n.states)
 	n.loaders.Add(txn.Topic, "transaction state", n.txns)
@@ -398,7 +398,7 @@ func (n *Node) Close() error {
 		n.loaders.Close() // the replays running
 	}
 	if n.txns != nil {
-		n.txns.close()
+		n.txns.Close()
 	}
 	if n.peers != nil {
 		n.peers.Close()

@@ -85,7 +85,8 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(&replicationCollector{n: n})
 	reg.MustRegister(&shareCollector{n: n})
 	reg.MustRegister(&groupCollector{n: n})
-	reg.MustRegister(&txnCollector{n: n})
+	n.txns.RegisterMetrics(reg)
+	reg.MustRegister(&lsoCollector{n: n})
 }
 
 var (
@@ -167,6 +168,24 @@ func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descOffline, prometheus.GaugeValue, float64(offline))
+}
+
+var descLSOLag = prometheus.NewDesc("berth_partition_lso_lag_records",
+	"High watermark minus the last stable offset of a partition this node leads: records read_committed consumers cannot see yet because a transaction is open.", []string{"topic", "partition"}, nil)
+
+// lsoCollector reports each led partition's LSO lag at scrape time.
+type lsoCollector struct{ n *Node }
+
+func (c *lsoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descLSOLag }
+
+func (c *lsoCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.n.replicas.All() {
+		if !p.IsLeader() {
+			continue
+		}
+		lag := p.HighWatermark() - p.LastStableOffset()
+		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(max(lag, 0)), p.Topic, strconv.Itoa(int(p.Index)))
+	}
 }
 
 var (

@@ -12,7 +12,7 @@ import (
 )
 
 // TxnCoordinator is the transaction coordinator of the __transaction_state
-// partitions this node leads (the node's, in internal/app). The handlers
+// partitions this node leads (txn.Coordinator). The handlers
 // of keys 22 (with a transactional id), 24, 25, 26, 65 and 66 use it.
 type TxnCoordinator interface {
 	// Do runs op on partition p under the partition's mutex, appends the

@@ -2,10 +2,14 @@
 // KIP-360 producer recovery and KIP-890 Transactions V2): the metadata of
 // every transactional id placed on one partition of __transaction_state
 // (PartitionFor), the transitions the transactional APIs make, the
-// records that persist them and their replay. It is pure: no I/O, no
-// clock (every call takes now), producer ids from an injected Allocator.
-// The caller (handlers and the coordinator's loop, not built yet) does
-// the rest:
+// records that persist them and their replay. That core, Partition, is
+// pure: no I/O, no clock (every call takes now), producer ids from an
+// injected Allocator. Its running side, Coordinator (coordinator.go,
+// markers.go, metrics.go), does the rest: a Partition per
+// __transaction_state partition this node leads, loaded by a
+// replica.Loader, its records written through an injected Log
+// (replica.StateLog), timers, and the markers sent to the partitions'
+// leaders. The handlers drive a Partition through it:
 //
 //	InitProducerId    res := p.InitProducerID(InitRequest{...}, now)
 //	AddPartitionsToTxn res := p.AddPartitions(AddRequest{...}, now)      v0-3, and v5+ from leaders (TV2)
@@ -89,5 +93,6 @@
 // # Ownership
 //
 // A Partition is not safe for concurrent use; one mutex of the caller's
-// per __transaction_state partition owns it and serialises every call.
+// per __transaction_state partition owns it and serialises every call
+// (the Coordinator's loadedPart.mu; lock order in docs/DESIGN.md).
 package txn
