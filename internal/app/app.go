@@ -24,6 +24,7 @@ import (
 
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/dlq"
 	"github.com/berthmq/berth/internal/group"
 	"github.com/berthmq/berth/internal/handler"
 	blog "github.com/berthmq/berth/internal/log"
@@ -51,6 +52,7 @@ type Node struct {
 	httpLn   net.Listener
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
+	dlq      *dlq.Writer             // the share groups' dead-letter writes
 	loaders  *replica.Loaders        // the coordinators' partitions, loaded where this node leads
 	states   *sharestate.Coordinator // the share coordinator
 	txns     *txn.Coordinator
@@ -387,6 +389,9 @@ func (n *Node) Close() error {
 		n.unsub()
 		close(n.stop)
 		<-n.done
+	}
+	if n.dlq != nil {
+		n.dlq.Close()
 	}
 	if n.groups != nil {
 		n.groups.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/dlq"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
@@ -32,55 +33,20 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 	pc.Backoff.Multiplier = cfg.Float(share.BrokerRetryBackoffMultiplier)
 	pc.Backoff.Max = cfg.Duration(share.BrokerRetryBackoffMaxMs)
 	pc.Backoff.Jitter = cfg.Float(share.BrokerRetryBackoffJitter)
+	n.dlq = dlq.New(dlq.Config{Broker: cfg, Image: n.ctrl.Image, Replicas: n.replicas, NodeID: n.nodeID, Logger: n.log,
+		Listener: func() net.Addr {
+			if n.kafka == nil {
+				return nil
+			}
+			return n.kafka.Addr()
+		}})
 	return sharepart.New(sharepart.Config{
 		Partition: pc,
-		Settings:  n.shareSettings(cfg, pc),
+		Settings:  sharepart.NewSettings(cfg, pc, n.ctrl.Image).Group,
 		Store:     n.shareStore(cfg),
-		DLQ:       n.dlqWriter(cfg),
+		DLQ:       n.dlq,
 		Logger:    logger.With("component", "share"),
 	})
-}
-
-// shareSettings resolves a share group's settings: its group configs
-// (the GROUP config resource, in the metadata image) over the broker
-// settings, dynamic then static. It runs on every share-partition load
-// and every ShareFetch, so it only reads the in-memory image. Settings
-// that fail validation (only a group config set under other broker
-// bounds can) fall back to the broker defaults pc, keeping the group's
-// dead-letter topic, share.auto.offset.reset and share.isolation.level.
-// Resolved settings are cached per metadata image (a new image, after
-// any metadata change, starts a new cache).
-func (n *Node) shareSettings(cfg *config.Config, pc share.PartitionConfig) func(group string) sharepart.GroupSettings {
-	var (
-		mu     sync.Mutex
-		cached *metadata.Image
-		byName map[string]sharepart.GroupSettings
-	)
-	return func(group string) sharepart.GroupSettings {
-		im := n.ctrl.Image()
-		mu.Lock()
-		if cached != im {
-			cached, byName = im, map[string]sharepart.GroupSettings{}
-		}
-		s, ok := byName[group]
-		mu.Unlock()
-		if ok {
-			return s
-		}
-		g, err := sharepart.ResolveGroupConfig(cfg, im.GroupConfig(group), im.BrokerConfigs)
-		if err != nil {
-			g.Partition = pc
-			g.Partition.DeadLetter = g.DLQTopic != ""
-		}
-		s = sharepart.GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset,
-			ReadCommitted: g.IsolationLevel == config.ReadCommitted}
-		mu.Lock()
-		if cached == im {
-			byName[group] = s
-		}
-		mu.Unlock()
-		return s
-	}
 }
 
 // deleteShareGroup is the group coordinator's OnShareGroupDelete: the

@@ -1,6 +1,4 @@
-package app
-
-// The dead-letter writer (sharepart.DLQWriter): it copies records that a
+// Package dlq is the dead-letter writer (sharepart.DLQWriter): it copies records that a
 // share group rejected, or that reached the delivery limit, from their
 // source partition (which this broker leads) to the group's dead-letter
 // topic (KIP-1191), and returns once they are durable there (acks=all).
@@ -9,8 +7,8 @@ package app
 //
 // The dead-letter topic's partitions may be led by other brokers, so the
 // writer produces through an ordinary Kafka client (kgo) bootstrapped at
-// this node's own listener, made on first use and closed when the node
-// stops. Each source record becomes one dead-letter record:
+// this node's own listener, made on first use and closed by Close when
+// the node stops. Each source record becomes one dead-letter record:
 //
 //   - with errors.deadletterqueue.copy.record.enable (Berth's default:
 //     true) its key, value and headers, minus any __dlq.errors.* headers
@@ -28,11 +26,13 @@ package app
 // producers do, so a keyed job lands in the same dead-letter partition
 // every time; records without a key (and all of them when the record is
 // not copied) are spread.
+package dlq
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -46,38 +46,55 @@ import (
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/share"
 	"github.com/berthmq/berth/internal/sharepart"
 	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
-// errDLQTopic: the dead-letter topic is missing or may not be used as one;
+// errTopic: the dead-letter topic is missing or may not be used as one;
 // the write is retried (the records stay Archiving) until an operator
 // fixes it.
-var errDLQTopic = errors.New("dead-letter topic unusable")
+var errTopic = errors.New("dead-letter topic unusable")
 
-// dlqReadBytes is how much of the source log one read takes.
-const dlqReadBytes = 1 << 20
+// readBytes is how much of the source log one read takes.
+const readBytes = 1 << 20
 
-// dlqWriter writes to dead-letter topics; mu guards cl and closed.
-type dlqWriter struct {
-	n   *Node
-	cfg *config.Config
+// Config is what a Writer needs from its node.
+type Config struct {
+	// Broker is the broker's settings (the DLQ settings and a group's
+	// configs resolve over them).
+	Broker *config.Config
+	// Image returns the current metadata image.
+	Image func() *metadata.Image
+	// Replicas holds the source partitions, which this node leads.
+	Replicas *replica.Manager
+	// Listener returns the address of this node's Kafka listener, nil
+	// until it serves.
+	Listener func() net.Addr
+	NodeID   int32
+	Logger   *slog.Logger
+}
+
+// Writer writes to dead-letter topics; mu guards cl and closed.
+type Writer struct {
+	cfg Config
+	log *slog.Logger
 
 	mu     sync.Mutex
 	cl     *kgo.Client // nil until first use
 	closed bool
 }
 
-// dlqWriter is the writer of dead-letter topics.
-func (n *Node) dlqWriter(cfg *config.Config) sharepart.DLQWriter { return &dlqWriter{n: n, cfg: cfg} }
+// New returns the writer of dead-letter topics.
+func New(cfg Config) *Writer { return &Writer{cfg: cfg, log: cfg.Logger} }
 
 // Park implements sharepart.DLQWriter.
-func (w *dlqWriter) Park(ctx context.Context, k share.Key, topic, dlqTopic string, a share.DLQAction) error {
-	im := w.n.ctrl.Image()
-	g, _ := sharepart.ResolveGroupConfig(w.cfg, im.GroupConfig(k.Group), im.BrokerConfigs)
+func (w *Writer) Park(ctx context.Context, k share.Key, topic, dlqTopic string, a share.DLQAction) error {
+	im := w.cfg.Image()
+	g, _ := sharepart.ResolveGroupConfig(w.cfg.Broker, im.GroupConfig(k.Group), im.BrokerConfigs)
 	if t := im.Topic(topic); t == nil || t.ID != k.TopicID {
-		w.n.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
+		w.log.Warn("share: the source topic of records to dead-letter is gone; archiving them without parking",
 			"group", k.Group, "topic", topic, "partition", k.Partition, "first", a.First, "last", a.Last)
 		return nil
 	}
@@ -104,28 +121,28 @@ func (w *dlqWriter) Park(ctx context.Context, k share.Key, topic, dlqTopic strin
 // checkTopic checks that dlqTopic may be written as group's dead-letter
 // topic, creating it when errors.deadletterqueue.auto.create.topics.enable
 // allows.
-func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, dlqTopic string) error {
-	prefix, _ := w.cfg.ResolveBroker(berthmsg.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
+func (w *Writer) checkTopic(ctx context.Context, im *metadata.Image, group, dlqTopic string) error {
+	prefix, _ := w.cfg.Broker.ResolveBroker(berthmsg.BrokerDLQTopicNamePrefix, im.BrokerConfigs)
 	if !strings.HasPrefix(dlqTopic, prefix) {
 		return fmt.Errorf("%w: %q of share group %q does not start with %q (%s); change the group config %s",
-			errDLQTopic, dlqTopic, group, prefix, berthmsg.BrokerDLQTopicNamePrefix, berthmsg.ConfigDLQTopicName)
+			errTopic, dlqTopic, group, prefix, berthmsg.BrokerDLQTopicNamePrefix, berthmsg.ConfigDLQTopicName)
 	}
 	t := im.Topic(dlqTopic)
 	if t == nil {
-		auto, _ := w.cfg.ResolveBroker(berthmsg.BrokerDLQAutoCreateTopicsEnable, im.BrokerConfigs)
+		auto, _ := w.cfg.Broker.ResolveBroker(berthmsg.BrokerDLQAutoCreateTopicsEnable, im.BrokerConfigs)
 		if auto != "true" {
 			return fmt.Errorf("%w: %q (of share group %q) does not exist; create it with %s=true "+
 				"(berth topic create %s --config %s=true), or set the broker setting %s=true",
-				errDLQTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable,
+				errTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable,
 				berthmsg.BrokerDLQAutoCreateTopicsEnable)
 		}
 		return w.create(ctx, dlqTopic)
 	}
 	cl := config.Cluster{Nodes: im.Nodes(), ReplicationFactor: t.ReplicationFactor()}
-	if v, _ := w.cfg.ResolveTopic(berthmsg.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs, cl); v != "true" {
+	if v, _ := w.cfg.Broker.ResolveTopic(berthmsg.TopicConfigDLQGroupEnable, t.Configs, im.BrokerConfigs, cl); v != "true" {
 		return fmt.Errorf("%w: %q (of share group %q) does not have %s=true, so it may not take dead-letter records (KIP-1191); "+
 			"set it (berth topic alter %s --config %s=true) or name another topic",
-			errDLQTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable)
+			errTopic, dlqTopic, group, berthmsg.TopicConfigDLQGroupEnable, dlqTopic, berthmsg.TopicConfigDLQGroupEnable)
 	}
 	return nil
 }
@@ -135,7 +152,7 @@ func (w *dlqWriter) checkTopic(ctx context.Context, im *metadata.Image, group, d
 // set), errors.deadletterqueue.group.enable=true. While too few brokers
 // are up for that replication factor the creation fails and the
 // dead-letter write is retried.
-func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
+func (w *Writer) create(ctx context.Context, dlqTopic string) error {
 	cl, err := w.client()
 	if err != nil {
 		return err
@@ -148,7 +165,7 @@ func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating dead-letter topic %s: %w", dlqTopic, err)
 	}
-	w.n.log.Info("share: created dead-letter topic", "topic", dlqTopic, "replication_factor", resp.ReplicationFactor)
+	w.log.Info("share: created dead-letter topic", "topic", dlqTopic, "replication_factor", resp.ReplicationFactor)
 	return nil
 }
 
@@ -156,8 +173,8 @@ func (w *dlqWriter) create(ctx context.Context, dlqTopic string) error {
 // partition and makes their dead-letter records, stamped parkedAt;
 // offsets with no record (compacted, deleted, control batches) are
 // skipped.
-func (w *dlqWriter) sourceRecords(k share.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool, parkedAt time.Time) ([]*kgo.Record, error) {
-	part := w.n.replicas.Get(topic, k.Partition)
+func (w *Writer) sourceRecords(k share.Key, topic, dlqTopic string, a share.DLQAction, copyRecord bool, parkedAt time.Time) ([]*kgo.Record, error) {
+	part := w.cfg.Replicas.Get(topic, k.Partition)
 	if part == nil {
 		return nil, fmt.Errorf("reading records to dead-letter: %s/%d is not on this broker", topic, k.Partition)
 	}
@@ -170,7 +187,7 @@ func (w *dlqWriter) sourceRecords(k share.Key, topic, dlqTopic string, a share.D
 		if off > a.Last {
 			break
 		}
-		res, err := part.Read(off, dlqReadBytes, true, nil)
+		res, err := part.Read(off, readBytes, true, nil)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s/%d at %d to dead-letter: %w", topic, k.Partition, off, err)
 		}
@@ -204,7 +221,7 @@ func (w *dlqWriter) sourceRecords(k share.Key, topic, dlqTopic string, a share.D
 				if h.Attributes&batch.AttrLogAppendTime != 0 {
 					ts = h.MaxTimestamp
 				}
-				out = append(out, dlqRecord(k, topic, dlqTopic, o, ts, parkedAt, r, a, copyRecord))
+				out = append(out, record(k, topic, dlqTopic, o, ts, parkedAt, r, a, copyRecord))
 			}
 		}
 		if next <= off {
@@ -215,11 +232,11 @@ func (w *dlqWriter) sourceRecords(k share.Key, topic, dlqTopic string, a share.D
 	return out, nil
 }
 
-// dlqRecord is the dead-letter record of source record r at offset o,
+// record is the dead-letter record of source record r at offset o,
 // whose timestamp is ts (ms): its own timestamp is parkedAt, ts goes in
 // a context header. Its slices are copies: r aliases the read buffer or
 // the scratch.
-func dlqRecord(k share.Key, topic, dlqTopic string, o, ts int64, parkedAt time.Time, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
+func record(k share.Key, topic, dlqTopic string, o, ts int64, parkedAt time.Time, r batch.Record, a share.DLQAction, copyRecord bool) *kgo.Record {
 	rec := &kgo.Record{Topic: dlqTopic, Timestamp: parkedAt}
 	if copyRecord {
 		rec.Key = cloneBytes(r.Key)
@@ -245,8 +262,8 @@ func cloneBytes(b []byte) []byte {
 }
 
 // client returns the writer's Kafka client, made on first use and closed
-// when the node stops (n.stop).
-func (w *dlqWriter) client() (*kgo.Client, error) {
+// by Close.
+func (w *Writer) client() (*kgo.Client, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -255,12 +272,13 @@ func (w *dlqWriter) client() (*kgo.Client, error) {
 	if w.cl != nil {
 		return w.cl, nil
 	}
-	if w.n.kafka == nil {
+	addr := w.cfg.Listener()
+	if addr == nil {
 		return nil, errors.New("dead-letter writer: the Kafka listener is not serving yet")
 	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(loopback(w.n.kafka.Addr())),
-		kgo.ClientID("berth-dlq-"+strconv.Itoa(int(w.n.nodeID))),
+		kgo.SeedBrokers(loopback(addr)),
+		kgo.ClientID("berth-dlq-"+strconv.Itoa(int(w.cfg.NodeID))),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.RecordRetries(10),
@@ -272,14 +290,19 @@ func (w *dlqWriter) client() (*kgo.Client, error) {
 		return nil, fmt.Errorf("dead-letter writer: %w", err)
 	}
 	w.cl = cl
-	go func() {
-		<-w.n.stop
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
-		cl.Close()
-	}()
 	return cl, nil
+}
+
+// Close closes the writer's client (a Park in flight fails and is
+// retried by the share-partition's next load); later Parks fail.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	w.closed = true
+	cl := w.cl
+	w.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
 }
 
 // loopback is the address to reach this node's own listener: its bound

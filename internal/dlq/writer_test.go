@@ -1,4 +1,4 @@
-package app
+package dlq
 
 import (
 	"net"
@@ -24,7 +24,7 @@ func TestDLQRecordHeaders(t *testing.T) {
 	k := share.Key{Group: "g", Partition: 3}
 	a := share.DLQAction{First: 7, Last: 7, Reason: share.ReasonRejected, DeliveryCount: 1, ErrorText: "boom"}
 	parked := time.UnixMilli(5000)
-	r := dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, true)
+	r := record(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, true)
 	if string(r.Key) != "k" || string(r.Value) != "v" || r.Topic != "dlq.jobs" || r.Timestamp.UnixMilli() != 5000 {
 		t.Fatalf("record %+v", r)
 	}
@@ -48,7 +48,7 @@ func TestDLQRecordHeaders(t *testing.T) {
 		}
 	}
 
-	r = dlqRecord(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, false)
+	r = record(k, "jobs", "dlq.jobs", 7, 1000, parked, src, a, false)
 	if r.Key != nil || r.Value != nil || r.Headers[0].Key != berthmsg.HeaderDLQTopic {
 		t.Fatalf("without copy: %+v", r)
 	}
