@@ -1,9 +1,15 @@
-// Package app wires one node together and runs it until its context ends.
+// Package app wires one node together and runs it until its context ends:
+// settings → components → wiring → start order → shutdown. It holds no
+// service of its own (no lock): the coordinators, their loaders and their
+// appenders live in their packages (group, sharestate, txn, replica), and
+// app only makes them and connects them.
 //
 // Start order: metadata controller (raft) → broker registration → replica
-// manager (opens and recovers partition logs) → Kafka listener → HTTP
-// listener. Shutdown runs in reverse: stop accepting, close connections,
-// fsync and close logs, snapshot and close the controller.
+// manager (opens and recovers partition logs) → the coordinators and
+// their loaders → Kafka listener → HTTP listener (docs/DESIGN.md, "Start
+// and stop"). Shutdown runs in reverse: stop accepting, close
+// connections, stop the coordinators, fsync and close logs, snapshot and
+// close the controller.
 package app
 
 import (
