@@ -37,7 +37,7 @@ import (
 )
 
 // Topic is the internal topic of share-partition state.
-const Topic = "__share_group_state"
+const Topic = metadata.ShareStateTopic
 
 // Package errors; the handlers map them to Kafka codes with errors.As
 // (they wrap kerr errors).

@@ -3,10 +3,10 @@ package txn
 import "github.com/berthmq/berth/internal/metadata"
 
 // Topic is the internal topic holding the coordinators' state.
-const Topic = "__transaction_state"
+const Topic = metadata.TxnStateTopic
 
 // OffsetsTopic is the topic AddOffsetsToTxn enlists a partition of.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = metadata.OffsetsTopic
 
 // PartitionFor is Kafka's placement of a transactional id on
 // __transaction_state: abs(javaHash(id)) % n, the same hash as a group
