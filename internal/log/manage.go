@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // deleteSegmentsLocked removes segs (never the active one) from disk. Their
@@ -311,7 +313,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 // dropStaleProducerSnapshot removes a producer snapshot taken past leo.
 func (l *Log) dropStaleProducerSnapshot(leo int64) {
-	b, err := readFile(l.fs, l.path(producerSnapshotFile))
+	b, err := vfs.ReadFile(l.fs, l.path(producerSnapshotFile))
 	if err != nil {
 		return
 	}
@@ -354,7 +356,7 @@ func (l *Log) LoadProducerSnapshot() (offset int64, data []byte, err error) {
 	if l.closed.Load() {
 		return -1, nil, ErrClosed
 	}
-	b, err := readFile(l.fs, l.path(producerSnapshotFile))
+	b, err := vfs.ReadFile(l.fs, l.path(producerSnapshotFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, nil, nil
 	}

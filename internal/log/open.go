@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Open opens the log in dir, creating dir if missing, and recovers it.
@@ -268,7 +270,7 @@ func (l *Log) load() error {
 }
 
 func (l *Log) readEpochs() ([]epochEntry, bool, error) {
-	b, err := readFile(l.fs, l.path(leaderEpochFile))
+	b, err := vfs.ReadFile(l.fs, l.path(leaderEpochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -374,7 +376,7 @@ func (l *Log) fullScan(s *segment, fileSize, prevNext int64, trans *[]epochEntry
 // index entry. ok is false when the indexes are missing or do not match the
 // data, or the tail is damaged: the caller then does a full scan.
 func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error) {
-	idx, err := readFile(l.fs, s.indexPath())
+	idx, err := vfs.ReadFile(l.fs, s.indexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing index", "dir", l.dir, "segment", s.name())
@@ -382,7 +384,7 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error
 		}
 		return false, err
 	}
-	tidx, err := readFile(l.fs, s.timeIndexPath())
+	tidx, err := vfs.ReadFile(l.fs, s.timeIndexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing time index", "dir", l.dir, "segment", s.name())
