@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -241,7 +242,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	// Rebuild the indexes of the kept part; drop the now stale files.
 	s.resetIndex()
 	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
-	if err := s.scanHeaders(0, pos, func(p int64, h BatchHeader) error {
+	if err := s.scanHeaders(0, pos, func(p int64, h batch.Header) error {
 		s.indexBatch(p, h.BaseOffset, int64(h.Size()), h.MaxTimestamp, interval, maxEntries)
 		return nil
 	}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -224,7 +225,7 @@ func (l *Log) load() error {
 	} else {
 		l.epochs.dirty = true
 		for _, s := range segs {
-			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h BatchHeader) error {
+			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h batch.Header) error {
 				l.epochs.assign(h.LeaderEpoch, h.BaseOffset)
 				return nil
 			}); err != nil {
@@ -289,10 +290,10 @@ func (l *Log) readEpochs() ([]epochEntry, bool, error) {
 // batch's max timestamp if that is not in the future, else now.
 func (l *Log) firstTimestamp(s *segment) int64 {
 	now := l.nowMs()
-	if s.size.Load() < BatchHeaderSize {
+	if s.size.Load() < batch.HeaderSize {
 		return now
 	}
-	b := make([]byte, BatchHeaderSize)
+	b := make([]byte, batch.HeaderSize)
 	if _, err := s.f.ReadAt(b, 0); err != nil {
 		return now
 	}
