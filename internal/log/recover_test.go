@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // recoveryFixture is a crashed log: 40 batches of 3 records (offsets 3i to
@@ -111,7 +113,7 @@ func TestRecovery(t *testing.T) {
 			mutateFile(t, f.logPath(f.last()), func(b []byte) []byte {
 				h := simpleBatch(3, 100, 1)
 				putHeader(h, 120, 4)
-				return append(b, h[:BatchHeaderSize+20]...)
+				return append(b, h[:batch.HeaderSize+20]...)
 			})
 			return 120
 		}},
@@ -158,13 +160,13 @@ func TestRecovery(t *testing.T) {
 		{"corrupted middle batch of the last segment", false, func(t *testing.T, f *recoveryFixture) int64 {
 			s := f.last()
 			base := s.BaseOffset + 3
-			mutateFile(t, f.logPath(s), flip(f.pos(s, base)+BatchHeaderSize+10))
+			mutateFile(t, f.logPath(s), flip(f.pos(s, base)+batch.HeaderSize+10))
 			return base
 		}},
 		{"corrupted batch in an early segment, no recovery point", false, func(t *testing.T, f *recoveryFixture) int64 {
 			os.Remove(filepath.Join(f.dir, recoveryPointFile))
 			s := f.segs[0]
-			mutateFile(t, f.logPath(s), flip(f.pos(s, 6)+BatchHeaderSize+10))
+			mutateFile(t, f.logPath(s), flip(f.pos(s, 6)+batch.HeaderSize+10))
 			return 6
 		}},
 		{"empty trailing segment", false, func(t *testing.T, f *recoveryFixture) int64 {

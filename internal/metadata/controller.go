@@ -852,13 +852,13 @@ func (c *Controller) rewriteWAL() error {
 }
 
 func (c *Controller) removeSnapshotsBefore(index uint64) {
-	idx, err := listSnapshots(c.cfg.Dir)
+	idx, err := listSnapshots(c.cfg.FS, c.cfg.Dir)
 	if err != nil {
 		return
 	}
 	for _, i := range idx {
 		if i < index {
-			removeFile(c.cfg.Dir, snapName(i))
+			removeFile(c.cfg.FS, c.cfg.Dir, snapName(i))
 		}
 	}
 }

@@ -525,7 +525,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	} else {
 		// The checkpointed high watermark, bounded by what the log holds
 		// (hwcheckpoint.go).
-		hw := min(max(readHWCheckpoint(dir), l.LogStartOffset()), leo)
+		hw := min(max(readHWCheckpoint(m.cfg.FS, dir), l.LogStartOffset()), leo)
 		p.hw.Store(hw)
 		p.hwCheckpointed.Store(hw)
 	}
@@ -543,19 +543,19 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 func checkTopicIDFile(fs vfs.FS, dir string, id [16]byte) error {
 	path := filepath.Join(dir, "partition.metadata")
 	want := "version: 0\ntopic_id: " + hex.EncodeToString(id[:]) + "\n"
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fs, path)
 	if err == nil {
 		if string(b) == want {
 			return nil
 		}
 		// Stale files of a deleted topic with the same name.
-		if err := os.RemoveAll(dir); err != nil {
+		if err := fs.RemoveAll(dir); err != nil {
 			return err
 		}
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	return vfs.WriteFileAtomic(fs, path, []byte(want))

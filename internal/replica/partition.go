@@ -706,7 +706,7 @@ func (p *Partition) loadProducers() error {
 		p.producers.legacyAborted = nil
 		p.prodDirty = true // rewrite the snapshot without them
 	}
-	err = p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
+	err = p.log.ScanBatches(from, func(bh batch.Header) error {
 		if bh.ProducerID < 0 {
 			return nil
 		}
