@@ -104,7 +104,7 @@ func (l *Log) load() error {
 	if err := l.loadTxnIndexes(); err != nil {
 		return err
 	}
-	if err := l.rebuildEpochs(segs, ck, trans, leo, start); err != nil {
+	if err := l.rebuildEpochs(ck, trans, leo, start); err != nil {
 		return err
 	}
 	if err := l.syncRecovered(recovered, ck, leo); err != nil {
@@ -320,9 +320,10 @@ func (l *Log) loadTxnIndexes() error {
 
 // rebuildEpochs rebuilds the leader-epoch cache: the checkpoint covers
 // epochs starting below the recovery point, and the full scans saw the rest
-// (trans); without a checkpoint, every batch header of segs (the segments
-// as loadSegments loaded them) is read.
-func (l *Log) rebuildEpochs(segs []*segment, ck checkpoints, trans []epochEntry, leo, start int64) error {
+// (trans); without a checkpoint, every batch header of the log's segments
+// is read (after recoverLogStart: an emptied log has released the
+// segments it loaded).
+func (l *Log) rebuildEpochs(ck checkpoints, trans []epochEntry, leo, start int64) error {
 	if ck.epochsOK {
 		l.epochs.entries = ck.epochs
 		l.epochs.truncateFromEnd(leo)
@@ -333,7 +334,7 @@ func (l *Log) rebuildEpochs(segs []*segment, ck checkpoints, trans []epochEntry,
 		}
 	} else {
 		l.epochs.dirty = true
-		for _, s := range segs {
+		for _, s := range l.segments() {
 			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h batch.Header) error {
 				l.epochs.assign(h.LeaderEpoch, h.BaseOffset)
 				return nil
