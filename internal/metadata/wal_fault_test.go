@@ -32,11 +32,11 @@ func walFaultSetup(t *testing.T, dir string, ffs *vfs.FaultFS) *Controller {
 
 // checkStopped checks that a proposal over a failed WAL write was not
 // acknowledged (ErrClosed: the controller stopped) and that the cause is
-// reported to the proposals after it.
+// reported to it and to the proposals after it.
 func checkStopped(t *testing.T, c *Controller, err error, name, cause string) {
 	t.Helper()
-	if !errors.Is(err, ErrClosed) {
-		t.Fatalf("proposal over a failing WAL: %v, want ErrClosed", err)
+	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), cause) {
+		t.Fatalf("proposal over a failing WAL: %v, want ErrClosed naming %q", err, cause)
 	}
 	if c.Image().Topic(name) != nil {
 		t.Fatalf("topic %s applied although its WAL write failed", name)
