@@ -323,7 +323,9 @@ func dirName(topic string, part int32) string { return topic + "-" + strconv.Ito
 
 // Apply brings local partitions in line with an image: opens logs of new
 // partitions this node replicates, updates configs and epochs, and deletes
-// the logs of topics that are gone.
+// the logs of topics that are gone. Its phases run in this order:
+// planApply, dropTopics, removeReplicas, openPartitions,
+// installPartitions, then applyRoles.
 func (m *Manager) Apply(im *metadata.Image) error {
 	// applyMu serialises Apply; mu is held only to read and change the
 	// maps, never while logs are opened or deleted, so partition lookups
@@ -333,13 +335,38 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	if last := m.applied.Load(); last != nil && im.Index < last.Index {
 		return nil // a newer image was applied already
 	}
-	type opening struct {
-		name string
-		id   [16]byte
-		mp   *metadata.Partition
-		cfg  TopicConfig
-		p    *Partition
-	}
+	plan := m.planApply(im)
+	m.dropTopics(plan.drops)
+	m.removeReplicas(plan.removes)
+	errs := m.openPartitions(plan.opens)
+	m.installPartitions(plan.opens)
+	m.applied.Store(im)
+	m.applyRoles(im)
+	return errors.Join(errs...)
+}
+
+// opening is a partition Apply opens: planned by planApply, opened by
+// openPartitions (p), installed by installPartitions.
+type opening struct {
+	name string
+	id   [16]byte
+	mp   *metadata.Partition
+	cfg  TopicConfig
+	p    *Partition
+}
+
+// applyPlan is what Apply changes, as planApply finds it.
+type applyPlan struct {
+	opens   []*opening
+	removes []*Partition // replicas moved to other brokers
+	drops   []string     // topics gone, or recreated under the same name
+}
+
+// planApply, Apply's first phase, compares the image with the partition
+// maps (mu held for reading): the partitions to open, the replicas
+// reassigned away, the topics to drop. The partitions that stay get their
+// new config here.
+func (m *Manager) planApply(im *metadata.Image) applyPlan {
 	var opens []*opening
 	var removes []*Partition // replicas moved to other brokers
 	var drops []string       // topics gone, or recreated under the same name
@@ -375,9 +402,13 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 	}
 	m.mu.RUnlock()
+	return applyPlan{opens: opens, removes: removes, drops: drops}
+}
 
-	// Take dropped topics out of the maps, then delete their files; a
-	// recreated topic's directories must be gone before it opens.
+// dropTopics, Apply's second phase, takes dropped topics out of the maps,
+// then deletes their files; a recreated topic's directories must be gone
+// before it opens.
+func (m *Manager) dropTopics(drops []string) {
 	var dropped [][]*Partition
 	if len(drops) > 0 {
 		m.mu.Lock()
@@ -394,6 +425,11 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	for i, ps := range dropped {
 		m.dropTopic(drops[i], ps)
 	}
+}
+
+// removeReplicas, Apply's third phase, takes the replicas reassigned to
+// other brokers out of the maps, then stops them and deletes their files.
+func (m *Manager) removeReplicas(removes []*Partition) {
 	if len(removes) > 0 {
 		m.mu.Lock()
 		for _, p := range removes {
@@ -406,7 +442,12 @@ func (m *Manager) Apply(im *metadata.Image) error {
 			m.removeReplica(p)
 		}
 	}
+}
 
+// openPartitions, Apply's fourth phase, opens (and recovers) the logs of
+// the partitions planned, with no lock held; the errors are of those that
+// did not open, which stay out of the maps.
+func (m *Manager) openPartitions(opens []*opening) []error {
 	var errs []error
 	for _, o := range opens {
 		p, err := m.openPartition(o.name, o.id, o.mp, o.cfg)
@@ -416,6 +457,12 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 		o.p = p
 	}
+	return errs
+}
+
+// installPartitions, Apply's fifth phase, puts the partitions opened into
+// the maps (mu held), where lookups find them.
+func (m *Manager) installPartitions(opens []*opening) {
 	if len(opens) > 0 {
 		m.mu.Lock()
 		for _, o := range opens {
@@ -432,12 +479,10 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 		m.mu.Unlock()
 	}
-	m.applied.Store(im)
-	m.applyRoles(im)
-	return errors.Join(errs...)
 }
 
-// applyRoles makes each local partition the leader or a follower as the
+// applyRoles, Apply's last phase (and Start's, for an image applied
+// before it), makes each local partition the leader or a follower as the
 // image says, and points the followers' fetchers at their leaders.
 func (m *Manager) applyRoles(im *metadata.Image) {
 	for _, p := range m.All() {
