@@ -120,9 +120,9 @@ func (f *clientFlags) clients(ctx context.Context) (*kgo.Client, *kadm.Client, e
 	return cl, adm, nil
 }
 
-// withGroupAdmin is withAdmin handing fn the kgo client as well, for the
-// requests kadm does not make as the group commands need them.
-func withGroupAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client, *kadm.Client) error) error {
+// withClients is withAdmin handing fn the kgo client as well, for the
+// requests kadm does not make as the commands need them.
+func withClients(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client, *kadm.Client) error) error {
 	if err := cf.resolve(cmd); err != nil {
 		return err
 	}
@@ -283,4 +283,9 @@ func kerrName(err error) string {
 		return ke.Message
 	}
 	return err.Error()
+}
+
+// withAdmin resolves the common flags, connects an admin client and runs fn.
+func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
+	return withClients(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error { return fn(ctx, adm) })
 }

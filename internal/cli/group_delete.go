@@ -49,7 +49,7 @@ func newGroupDeleteCmd(cf *clientFlags) *cobra.Command {
 					return errors.New("aborted: nothing was deleted")
 				}
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				apis, err := fetchServedAPIs(ctx, adm)
 				if err != nil {
 					return cf.explain(err)

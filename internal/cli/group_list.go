@@ -77,7 +77,7 @@ func newGroupListCmd(cf *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				apis, err := fetchServedAPIs(ctx, adm)
 				if err != nil {
 					return cf.explain(err)

@@ -235,7 +235,7 @@ New offsets are kept within each partition's log start and end offsets.`,
 			if err != nil {
 				return err
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				res, warnings, err := resetOffsets(ctx, cf, cl, adm, group, spec, topics, o.execute)
 				if err != nil && res == nil {
 					return err
