@@ -100,7 +100,7 @@ func (m *Manager) flushRound() bool {
 const maxFlushChunk = 4 << 20
 
 // flush writes the staged batches to the log, a few large writes instead
-// of one per produce request. It runs on the syncer, one round at a time,
+// of one per produce request. It runs on the flusher, one round at a time,
 // so staged batches reach the log in order. On a failed write every staged
 // batch is dropped and its producers get an error; offsets and producer
 // state are rebuilt from the log.

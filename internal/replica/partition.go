@@ -41,8 +41,9 @@ var (
 // mutex, never held while taking another.
 //
 // With durability.mode=fsync, Append does not write: it assigns offsets and
-// stages the batch; the syncer writes everything staged since the last
-// round in a few large writes and then fsyncs (write-behind group commit).
+// stages the batch; the flusher writes everything staged since the last
+// round in a few large writes and the syncer then fsyncs (write-behind
+// group commit).
 // Nobody reads staged data: reads stop at the high watermark, which only
 // moves past data that is written and synced.
 type Partition struct {
@@ -88,7 +89,7 @@ type Partition struct {
 
 	cfg atomic.Pointer[TopicConfig]
 
-	flushBuf []byte // syncer only
+	flushBuf []byte // flusher only
 
 	wmu     sync.Mutex // guards waiters
 	waiters map[*Waiter]struct{}
@@ -246,8 +247,8 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 		}
 	}
 	if p.mgr.cfg.Fsync {
-		// Stage: the syncer writes and fsyncs it with everything else
-		// appended in this round.
+		// Stage: the flusher writes it, and the syncer fsyncs it, with
+		// everything else appended in this round.
 		base := p.nextOffset
 		p.nextOffset += int64(v.Records)
 		p.staged = append(p.staged, data)
@@ -491,7 +492,7 @@ func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
 // log end for batches the log may never get (a crash, a failed write, a
 // follower's truncation). The periodic snapshot (force unset) skips a
 // partition whose write round is in progress rather than hold up the
-// syncer; the next one takes it.
+// flusher; the next one takes it.
 func (p *Partition) snapshotProducers(force bool) {
 	if force {
 		p.flushMu.Lock()
