@@ -51,11 +51,13 @@ var (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// Header is a parsed v2 batch header.
+// Header is a parsed v2 batch header: of a batch a producer sent (Validate,
+// ParseHeader) and of one the partition log stores (log.ParseBatchHeader,
+// log.CheckBatch, log.Log.ScanBatches).
 type Header struct {
 	BaseOffset      int64
-	Length          int32
-	LeaderEpoch     int32
+	Length          int32 // bytes after the Length field; Size() = 12 + Length
+	LeaderEpoch     int32 // partitionLeaderEpoch
 	Magic           int8
 	CRC             uint32
 	Attributes      int16
@@ -70,6 +72,9 @@ type Header struct {
 
 // Size is the number of bytes the batch takes, header included.
 func (h *Header) Size() int { return 12 + int(h.Length) }
+
+// LastOffset is the offset of the batch's last record.
+func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // Codec is the compression codec.
 func (h *Header) Codec() int { return int(h.Attributes & AttrCompressionMask) }

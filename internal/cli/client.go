@@ -120,6 +120,21 @@ func (f *clientFlags) clients(ctx context.Context) (*kgo.Client, *kadm.Client, e
 	return cl, adm, nil
 }
 
+// withClients is withAdmin handing fn the kgo client as well, for the
+// requests kadm does not make as the commands need them.
+func withClients(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client, *kadm.Client) error) error {
+	if err := cf.resolve(cmd); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	cl, adm, err := cf.clients(ctx)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return fn(ctx, cl, adm)
+}
+
 // requireGroups fails, with advice, when the cluster cannot serve a consumer
 // group: without this check kgo would retry joining forever while the
 // command printed nothing.
@@ -268,4 +283,9 @@ func kerrName(err error) string {
 		return ke.Message
 	}
 	return err.Error()
+}
+
+// withAdmin resolves the common flags, connects an admin client and runs fn.
+func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
+	return withClients(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error { return fn(ctx, adm) })
 }

@@ -300,7 +300,7 @@ needed no election is not a failure.`,
 			if how == kadm.ElectLiveReplica {
 				fmt.Fprintln(cmd.ErrOrStderr(), "Unclean election: a partition whose in-sync replicas are all down gets any live replica as leader; records only they had are lost.")
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				return runElect(ctx, cmd, cf, cl, adm, how, o)
 			})
 		},

@@ -73,7 +73,7 @@ func newDLQCmd() *cobra.Command {
 
 // withDLQAdmin connects and runs fn.
 func withDLQAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client, *kadm.Client) error) error {
-	return withGroupAdmin(cmd, cf, fn)
+	return withClients(cmd, cf, fn)
 }
 
 // ---- the parked job ----

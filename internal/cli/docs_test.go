@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/berthmq/berth/internal/config"
 
@@ -73,7 +74,7 @@ func TestCLIDocListsEveryCommand(t *testing.T) {
 			return
 		}
 		heading, section := sectionAt(lines, line)
-		c.LocalNonPersistentFlags().VisitAll(func(f *pflagFlag) {
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
 			if _, setting := config.LookupBroker(f.Name); setting && c.Name() == "serve" {
 				return // a broker setting: docs/configuration.md (internal/config's test)
 			}
@@ -115,7 +116,7 @@ func sectionAt(lines []string, line int) (heading, text string) {
 func synopsisArgs(c *cobra.Command) string {
 	_, args, _ := strings.Cut(c.Use, " ")
 	var flags []string
-	c.LocalNonPersistentFlags().VisitAll(func(f *pflagFlag) {
+	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
 		if f.Value.Type() == "bool" {
 			flags = append(flags, "[--"+f.Name+"]")
 		} else {

@@ -72,6 +72,13 @@ func joinInt32s(is []int32) string {
 	return strings.Join(s, ",")
 }
 
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // formatMillis formats a duration as milliseconds with enough precision for
 // sub-millisecond latencies: 0.042, 1.25, 1234.
 func formatMillis(d time.Duration) string {
@@ -84,6 +91,30 @@ func formatMillis(d time.Duration) string {
 	default:
 		return strconv.FormatFloat(ms, 'f', 0, 64)
 	}
+}
+
+// formatAge formats OldestUnconsumedAgeMs: "-" unknown, "0s" caught up, then
+// 850ms, 4.2s, 42s, 4m12s, 3h4m, 2d3h.
+func formatAge(ms int64) string {
+	if ms < 0 {
+		return "-"
+	}
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case ms == 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", ms)
+	case d < 10*time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%ds", int64(d/time.Minute), int64(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
 }
 
 // formatRate formats a per-second rate with one decimal and thousands
@@ -115,4 +146,28 @@ func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 func round3(v float64) float64 {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 3, 64), 64)
 	return f
+}
+
+func plural(n int, what string) string {
+	if n <= 0 {
+		return "default " + what + "s"
+	}
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func offsetOrDash(o int64) string {
+	if o < 0 {
+		return "-"
+	}
+	return fmt.Sprint(o)
+}
+
+func dashIfNegative(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
 }

@@ -172,7 +172,7 @@ func newQueueListCmd(cf *clientFlags) *cobra.Command {
   berth queue list --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				listed, err := adm.ListGroupsByType(ctx, []string{"share"})
 				if err != nil && len(listed) == 0 {
 					return cf.explain(err)
@@ -206,7 +206,7 @@ func newQueueDescribeCmd(cf *clientFlags) *cobra.Command {
 			if args[0] == "" {
 				return errors.New("group names must not be empty")
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				qs, err := describeQueues(ctx, cf, cl, adm, args, true)
 				if err != nil {
 					var ge *queueGroupError
@@ -559,13 +559,6 @@ func topicDepths(ctx context.Context, adm *kadm.Client, topics []string) map[str
 		delete(out, t)
 	}
 	return out
-}
-
-func dashIfNegative(v int64) string {
-	if v < 0 {
-		return "-"
-	}
-	return strconv.FormatInt(v, 10)
 }
 
 func printQueueList(w io.Writer, qs []queueInfo) error {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/berthmq/berth/internal/app"
 	"github.com/berthmq/berth/internal/config"
@@ -43,7 +44,7 @@ See docs/configuration.md for the full list.`,
 				return err
 			}
 			var ferr error
-			cmd.Flags().Visit(func(f *pflagFlag) {
+			cmd.Flags().Visit(func(f *pflag.Flag) {
 				if _, ok := config.LookupBroker(f.Name); ok && ferr == nil {
 					ferr = cfg.Set(f.Name, f.Value.String(), config.SourceFlag)
 				}

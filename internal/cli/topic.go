@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -39,11 +38,6 @@ func newTopicCmd() *cobra.Command {
 		newTopicDeleteCmd(cf),
 	)
 	return cmd
-}
-
-// withAdmin resolves the common flags, connects an admin client and runs fn.
-func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
-	return withGroupAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error { return fn(ctx, adm) })
 }
 
 // parseConfigs turns repeated --config key=value flags into a CreateTopics
@@ -201,16 +195,6 @@ func printTopicCreate(w io.Writer, r topicCreateResult) error {
 		_, err = fmt.Fprintf(w, "Created topic %s (%s).\n", r.Topic, shape)
 	}
 	return err
-}
-
-func plural(n int, what string) string {
-	if n <= 0 {
-		return "default " + what + "s"
-	}
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func countOrDefault(n int) string {
@@ -517,13 +501,6 @@ func printTopicDescriptions(w io.Writer, descs []topicDescription) error {
 		}
 	}
 	return nil
-}
-
-func offsetOrDash(o int64) string {
-	if o < 0 {
-		return "-"
-	}
-	return fmt.Sprint(o)
 }
 
 // ---- alter ----

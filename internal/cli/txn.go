@@ -66,7 +66,7 @@ func newTxnListCmd(cf *clientFlags) *cobra.Command {
 					return fmt.Errorf("--state %q: want one of %s", s, strings.Join(txnStates, ", "))
 				}
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 				listed, err := adm.ListTransactions(ctx, producers, states)
 				if err != nil {
 					if len(listed) == 0 {
@@ -120,7 +120,7 @@ func newTxnDescribeCmd(cf *clientFlags) *cobra.Command {
 			if slices.Contains(ids, "") {
 				return errors.New("a transactional id must not be empty")
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 				ds, err := adm.DescribeTransactions(ctx, ids...)
 				if err != nil && len(ds) == 0 {
 					return cf.explain(err)
@@ -222,7 +222,7 @@ func newTxnProducersCmd(cf *clientFlags) *cobra.Command {
 			if partition < -1 {
 				return fmt.Errorf("--partition %d: want a partition number, or -1 for every partition", partition)
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				if err := checkTopic(ctx, cf, cl, topic, partition); err != nil {
 					return err
 				}
@@ -353,7 +353,7 @@ berth txn abort.`,
 			if maxTimeout < 0 {
 				return fmt.Errorf("--max-transaction-timeout %s: want a duration of 0 or more", maxTimeout)
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				set := kadm.TopicsSet{}
 				if topic != "" {
 					if err := checkTopic(ctx, cf, cl, topic, -1); err != nil {
@@ -564,7 +564,7 @@ a coordinator still runs loses the part of it on this partition.`,
 			case explicit && (pid < 0 || producerEpoch < 0):
 				return fmt.Errorf("--producer-id %d --producer-epoch %d: want the producer's id and epoch (berth txn producers shows them)", pid, producerEpoch)
 			}
-			return withGroupAdmin(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return withClients(cmd, cf, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 				if err := checkTopic(ctx, cf, cl, topic, partition); err != nil {
 					return err
 				}

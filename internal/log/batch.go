@@ -1,12 +1,12 @@
 package log
 
 import (
-	"github.com/berthmq/berth/internal/batch"
-
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // Record batch (magic v2) header layout, big endian. See docs/format/log.md.
@@ -25,68 +25,31 @@ const (
 	offBaseSequence    = 53 // int32
 	offRecordCount     = 57 // int32
 
-	// BatchHeaderSize is the size of a v2 batch header; records follow it.
-	BatchHeaderSize = 61
 	// batchOverhead is the part of the header not counted by Length.
 	batchOverhead = 12
 	// minBatchLength is the smallest Length field of a v2 batch (no records).
-	minBatchLength = BatchHeaderSize - batchOverhead
-
-	attrCompressionMask = 0x07
-	attrLogAppendTime   = 0x08
+	minBatchLength = batch.HeaderSize - batchOverhead
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// BatchHeader is the parsed header of a v2 record batch.
-type BatchHeader struct {
-	BaseOffset      int64
-	Length          int32 // bytes after the Length field; Size() = 12 + Length
-	LeaderEpoch     int32 // partitionLeaderEpoch
-	Magic           int8
-	CRC             uint32
-	Attributes      int16
-	LastOffsetDelta int32
-	BaseTimestamp   int64
-	MaxTimestamp    int64
-	ProducerID      int64
-	ProducerEpoch   int16
-	BaseSequence    int32
-	RecordCount     int32
-}
-
-// LastOffset is the offset of the batch's last record.
-func (h BatchHeader) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
-
-// Size is the batch's size in bytes, header included.
-func (h BatchHeader) Size() int { return batchOverhead + int(h.Length) }
-
-// Compression is the codec in the attributes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
-func (h BatchHeader) Compression() int8 { return int8(h.Attributes & attrCompressionMask) }
-
-// IsTransactional reports attribute bit 4.
-func (h BatchHeader) IsTransactional() bool { return h.Attributes&0x10 != 0 }
-
-// IsControl reports attribute bit 5.
-func (h BatchHeader) IsControl() bool { return h.Attributes&0x20 != 0 }
-
-// ParseBatchHeader parses the first BatchHeaderSize bytes of b. It checks the
+// ParseBatchHeader parses the first batch.HeaderSize bytes of b. It checks the
 // magic byte and that Length and LastOffsetDelta are sane, not that b holds
 // the whole batch nor the CRC (see CheckBatch). Errors wrap ErrInvalidBatch.
-func ParseBatchHeader(b []byte) (BatchHeader, error) {
-	if len(b) < BatchHeaderSize {
-		return BatchHeader{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrInvalidBatch, len(b), BatchHeaderSize)
+func ParseBatchHeader(b []byte) (batch.Header, error) {
+	if len(b) < batch.HeaderSize {
+		return batch.Header{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrInvalidBatch, len(b), batch.HeaderSize)
 	}
 	// The same layout as produce validation decodes (batch.DecodeHeader);
 	// the log adds its own sanity checks.
-	h := BatchHeader(batch.DecodeHeader(b))
-	if err := h.check(); err != nil {
+	h := batch.DecodeHeader(b)
+	if err := checkHeader(h); err != nil {
 		return h, err
 	}
 	return h, nil
 }
 
-func (h BatchHeader) check() error {
+func checkHeader(h batch.Header) error {
 	switch {
 	case h.Magic != 2:
 		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, h.Magic)
@@ -102,7 +65,7 @@ func (h BatchHeader) check() error {
 
 // CheckBatch validates one whole batch: header sanity, len(b) equal to its
 // size, and the CRC-32C. Errors wrap ErrInvalidBatch.
-func CheckBatch(b []byte) (BatchHeader, error) {
+func CheckBatch(b []byte) (batch.Header, error) {
 	h, err := ParseBatchHeader(b)
 	if err != nil {
 		return h, err
@@ -117,7 +80,7 @@ func CheckBatch(b []byte) (BatchHeader, error) {
 }
 
 // peek* read single header fields the append path needs without building a
-// whole BatchHeader.
+// whole batch.Header.
 func peekSize(b []byte) int64 {
 	return batchOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
 }
@@ -136,18 +99,18 @@ func peekEpoch(b []byte) int32 { return int32(binary.BigEndian.Uint32(b[offLeade
 // batch b (a whole batch) whose timestamp is >= ts and offset >= minOff. ok
 // is false if the batch is compressed, the records cannot be parsed or none
 // qualifies.
-func firstRecordAtOrAfter(h BatchHeader, b []byte, ts, minOff int64) (off, rts int64, ok bool) {
-	if h.Attributes&attrLogAppendTime != 0 {
+func firstRecordAtOrAfter(h batch.Header, b []byte, ts, minOff int64) (off, rts int64, ok bool) {
+	if h.Attributes&batch.AttrLogAppendTime != 0 {
 		// Every record carries the batch's MaxTimestamp.
 		if h.MaxTimestamp >= ts && minOff <= h.LastOffset() {
 			return max(h.BaseOffset, minOff), h.MaxTimestamp, true
 		}
 		return 0, 0, false
 	}
-	if h.Compression() != 0 {
+	if h.Codec() != 0 {
 		return 0, 0, false
 	}
-	p := b[BatchHeaderSize:]
+	p := b[batch.HeaderSize:]
 	for i := int32(0); i < h.RecordCount && len(p) > 0; i++ {
 		n, k := binary.Varint(p)
 		if k <= 0 || n < 0 || int64(len(p)-k) < n {

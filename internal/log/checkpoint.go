@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,25 +30,6 @@ func replaceFile(fs vfs.FS, name string, data []byte) error {
 		return fmt.Errorf("log: %w", wrapDiskFull(err))
 	}
 	return nil
-}
-
-// readFile reads a whole small file; os.ErrNotExist if missing.
-func readFile(fs vfs.FS, name string) ([]byte, error) {
-	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, fi.Size())
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !(err == io.EOF && n == len(b)) {
-		return nil, err
-	}
-	return b[:n], nil
 }
 
 // Checkpoints use Kafka's text layout: a version line (0), an entry count
@@ -107,7 +87,7 @@ func writeOffsetCheckpoint(fs vfs.FS, name string, off int64) error {
 // readOffsetCheckpoint returns the offset in name; ok false if the file is
 // missing; an error if it is malformed.
 func readOffsetCheckpoint(fs vfs.FS, name string) (off int64, ok bool, err error) {
-	b, err := readFile(fs, name)
+	b, err := vfs.ReadFile(fs, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, false, nil
 	}

@@ -44,6 +44,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // CompactConfig holds the settings of one partition's compaction. Names in
@@ -226,10 +228,10 @@ func (l *Log) plan(segs []*segment, firstDirty int64, cfg CompactConfig, now int
 // which Kafka takes as the time the segment's data became dirty; -1 if
 // unknown.
 func firstBatchTimestamp(s *segment) int64 {
-	if s.size.Load() < BatchHeaderSize {
+	if s.size.Load() < batch.HeaderSize {
 		return -1
 	}
-	var b [BatchHeaderSize]byte
+	var b [batch.HeaderSize]byte
 	if _, err := s.f.ReadAt(b[:], 0); err != nil {
 		return -1
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // cleanerCheckpointFile persists the cleaner's progress. See
@@ -138,7 +140,7 @@ func (l *Log) writeCleanerCheckpoint(rounds []cleanRound) error {
 // fresh delete.retention.ms. Rounds past the recovered log end are dropped
 // and the file rewritten.
 func (l *Log) loadCleanerState(leo int64) error {
-	b, err := readFile(l.fs, l.path(cleanerCheckpointFile))
+	b, err := vfs.ReadFile(l.fs, l.path(cleanerCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -43,8 +43,8 @@ var errCodec = errors.New("unsupported compression codec")
 // decompress returns the records of a compressed batch, valid until the
 // next call; dst is unused (the batch package's bounded decoders, shared
 // with produce validation, own the buffer).
-func (c *cleanCodecs) decompress(codec int8, src, _ []byte) ([]byte, error) {
-	out, err := c.dec.Decompress(int(codec), src)
+func (c *cleanCodecs) decompress(codec int, src, _ []byte) ([]byte, error) {
+	out, err := c.dec.Decompress(codec, src)
 	if errors.Is(err, batch.ErrUnsupportedCodec) {
 		return nil, fmt.Errorf("%w %d", errCodec, codec)
 	}
@@ -64,7 +64,7 @@ func growLen(dst []byte, n int) []byte {
 // compress compresses records with codec and returns the result, valid
 // until the next call. xerial selects the Java framing for snappy, so a
 // rewritten batch keeps the framing its producer chose.
-func (c *cleanCodecs) compress(codec int8, xerial bool, records []byte) ([]byte, error) {
+func (c *cleanCodecs) compress(codec int, xerial bool, records []byte) ([]byte, error) {
 	c.out.Reset()
 	switch codec {
 	case batch.CodecGzip:

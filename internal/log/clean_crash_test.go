@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -304,7 +305,7 @@ func TestCompactConcurrentAppendRead(t *testing.T) {
 				errs <- fmt.Errorf("Read(%d): %w", off, err)
 				return
 			}
-			for len(data) >= BatchHeaderSize {
+			for len(data) >= batch.HeaderSize {
 				h, err := CheckBatch(data[:min(len(data), int(peekSize(data)))])
 				if err != nil {
 					errs <- fmt.Errorf("Read(%d): %w", off, err)

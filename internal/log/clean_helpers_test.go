@@ -69,8 +69,8 @@ func keyedBatch(t testing.TB, codec int8, recs ...krec) []byte {
 		}
 		body = append([]byte(nil), out...)
 	}
-	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(body))
-	binary.BigEndian.PutUint32(b[offLength:], uint32(BatchHeaderSize-batchOverhead+len(body)))
+	b := make([]byte, batch.HeaderSize, batch.HeaderSize+len(body))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(batch.HeaderSize-batchOverhead+len(body)))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0xffffffff)
 	b[offMagic] = 2
 	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
@@ -181,7 +181,7 @@ func logRecords(t testing.TB, l *Log) []got {
 		}
 		for _, r := range recs {
 			ts := h.BaseTimestamp + r.TimestampDelta
-			if h.Attributes&attrLogAppendTime != 0 {
+			if h.Attributes&batch.AttrLogAppendTime != 0 {
 				ts = h.MaxTimestamp
 			}
 			out = append(out, got{

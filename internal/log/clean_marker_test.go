@@ -42,7 +42,7 @@ func markersAt(t *testing.T, l *Log) []int64 {
 	}
 	var out, aborts []int64
 	for _, h := range readAllBatches(t, l, l.LogStartOffset()) {
-		if !h.IsControl() {
+		if !h.Control() {
 			continue
 		}
 		out = append(out, h.BaseOffset)

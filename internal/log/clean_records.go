@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // cleanRecord locates one record in a batch's (decompressed) record bytes.
@@ -134,11 +136,11 @@ type batchFilter struct {
 // it); a committed one is compacted like any other, keeping its header.
 // A control batch stays untouched or goes whole (marker). Batches whose
 // records do not parse or use an unknown codec pass untouched.
-func (f *batchFilter) filter(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
-	if h.IsControl() {
+func (f *batchFilter) filter(h batch.Header, b []byte, keepEmpty bool) ([]byte, error) {
+	if h.Control() {
 		return f.marker(h, b, keepEmpty), nil
 	}
-	if !h.IsTransactional() {
+	if !h.Transactional() {
 		return f.records(h, b, keepEmpty)
 	}
 	// A transaction's batches keep its marker for one more round, so
@@ -190,7 +192,7 @@ const (
 // from that snapshot, which may hold the transaction open, so it must meet
 // the marker. A removed ABORT marker's transaction index entry goes with
 // it (f.dropped).
-func (f *batchFilter) marker(h BatchHeader, b []byte, keepEmpty bool) []byte {
+func (f *batchFilter) marker(h batch.Header, b []byte, keepEmpty bool) []byte {
 	seen := f.txns[h.ProducerID]
 	delete(f.txns, h.ProducerID)
 	typ, ok := f.markerType(h, b)
@@ -228,11 +230,11 @@ func (f *batchFilter) marker(h BatchHeader, b []byte, keepEmpty bool) []byte {
 
 // markerType returns the type of the control batch's one record: COMMIT
 // or ABORT; ok is false for anything else (kept as it is).
-func (f *batchFilter) markerType(h BatchHeader, b []byte) (int16, bool) {
-	if h.Compression() != 0 || h.RecordCount != 1 {
+func (f *batchFilter) markerType(h batch.Header, b []byte) (int16, bool) {
+	if h.Codec() != 0 || h.RecordCount != 1 {
 		return 0, false
 	}
-	recs, err := walkRecords(b[BatchHeaderSize:], h.RecordCount, h.LastOffsetDelta, f.recs)
+	recs, err := walkRecords(b[batch.HeaderSize:], h.RecordCount, h.LastOffsetDelta, f.recs)
 	if err != nil {
 		return 0, false
 	}
@@ -247,9 +249,9 @@ func (f *batchFilter) markerType(h BatchHeader, b []byte) (int16, bool) {
 }
 
 // records filters the records of a data batch.
-func (f *batchFilter) records(h BatchHeader, b []byte, keepEmpty bool) ([]byte, error) {
-	codec := h.Compression()
-	raw := b[BatchHeaderSize:]
+func (f *batchFilter) records(h batch.Header, b []byte, keepEmpty bool) ([]byte, error) {
+	codec := h.Codec()
+	raw := b[batch.HeaderSize:]
 	if codec != 0 {
 		var err error
 		if f.raw, err = f.codecs.decompress(codec, raw, f.raw); err != nil {
@@ -292,14 +294,14 @@ func (f *batchFilter) records(h BatchHeader, b []byte, keepEmpty bool) ([]byte, 
 	}
 	body := f.body
 	if codec != 0 {
-		if body, err = f.codecs.compress(codec, bytes.HasPrefix(b[BatchHeaderSize:], xerialMagic), f.body); err != nil {
+		if body, err = f.codecs.compress(codec, bytes.HasPrefix(b[batch.HeaderSize:], xerialMagic), f.body); err != nil {
 			return nil, fmt.Errorf("log: recompress batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
-	f.out = append(append(f.out[:0], b[:BatchHeaderSize]...), body...)
+	f.out = append(append(f.out[:0], b[:batch.HeaderSize]...), body...)
 	binary.BigEndian.PutUint32(f.out[offLength:], uint32(len(f.out)-batchOverhead))
 	binary.BigEndian.PutUint32(f.out[offRecordCount:], uint32(kept))
-	if h.Attributes&attrLogAppendTime == 0 {
+	if h.Attributes&batch.AttrLogAppendTime == 0 {
 		binary.BigEndian.PutUint64(f.out[offMaxTimestamp:], uint64(maxTS))
 	}
 	binary.BigEndian.PutUint32(f.out[offCRC:], crc32.Checksum(f.out[offAttributes:], castagnoli))
@@ -307,7 +309,7 @@ func (f *batchFilter) records(h BatchHeader, b []byte, keepEmpty bool) ([]byte, 
 }
 
 // keep decides one record's fate.
-func (f *batchFilter) keep(h BatchHeader, r cleanRecord) bool {
+func (f *batchFilter) keep(h batch.Header, r cleanRecord) bool {
 	if r.nullKey {
 		f.nullKeys++
 		return true
@@ -345,9 +347,9 @@ func (f *batchFilter) keep(h BatchHeader, r cleanRecord) bool {
 // every other header field (offsets, timestamps, producer id, epoch and
 // sequence) as it was.
 func (f *batchFilter) emptyBatch(b []byte) []byte {
-	f.out = append(f.out[:0], b[:BatchHeaderSize]...)
+	f.out = append(f.out[:0], b[:batch.HeaderSize]...)
 	binary.BigEndian.PutUint32(f.out[offLength:], uint32(minBatchLength))
-	attrs := binary.BigEndian.Uint16(f.out[offAttributes:]) &^ attrCompressionMask
+	attrs := binary.BigEndian.Uint16(f.out[offAttributes:]) &^ batch.AttrCompressionMask
 	binary.BigEndian.PutUint16(f.out[offAttributes:], attrs)
 	binary.BigEndian.PutUint32(f.out[offRecordCount:], 0)
 	binary.BigEndian.PutUint32(f.out[offCRC:], crc32.Checksum(f.out[offAttributes:], castagnoli))
@@ -359,13 +361,13 @@ func (f *batchFilter) emptyBatch(b []byte) []byte {
 // aborted transactional batches and unparsable batches add nothing: their
 // records never supersede others. A committed transactional batch maps
 // like any other.
-func (f *batchFilter) mapBatch(m *offsetMap, h BatchHeader, b []byte, from int64, hashes []keyHash, offs []int64) (bool, []keyHash, []int64) {
+func (f *batchFilter) mapBatch(m *offsetMap, h batch.Header, b []byte, from int64, hashes []keyHash, offs []int64) (bool, []keyHash, []int64) {
 	hashes, offs = hashes[:0], offs[:0]
-	if h.IsControl() || h.IsTransactional() && f.aborted.aborted(h.ProducerID, h.BaseOffset) {
+	if h.Control() || h.Transactional() && f.aborted.aborted(h.ProducerID, h.BaseOffset) {
 		return true, hashes, offs
 	}
-	raw := b[BatchHeaderSize:]
-	if codec := h.Compression(); codec != 0 {
+	raw := b[batch.HeaderSize:]
+	if codec := h.Codec(); codec != 0 {
 		var err error
 		if f.raw, err = f.codecs.decompress(codec, raw, f.raw); err != nil {
 			f.malformed++

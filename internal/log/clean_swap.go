@@ -65,19 +65,18 @@ func (l *Log) cleanAt(point string) error {
 const cleanWriteBuffer = 1 << 20
 
 // cleanGroup rewrites the segments g into one and swaps it in. ok is false
-// when the log changed under the clean and the group was left alone.
+// when the log changed under the clean and the group was left alone. Its
+// phases: createCleaned, rewriteGroup, finishCleaned, then swapIn. Until the
+// swap, a failure removes the output files (a simulated crash leaves them,
+// as a crash would).
 func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats) (ok bool, err error) {
 	l := c.l
 	base := g[0].base
 	cleaned, swap := l.cleanFiles(base, cleanedSuffix), l.cleanFiles(base, swapSuffix)
-	for _, p := range cleaned.all() {
-		l.fs.Remove(p) // a leftover of a failed clean, if any
-	}
-	f, err := l.fs.OpenFile(cleaned.log, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, out, err := l.createCleaned(base, cleaned)
 	if err != nil {
-		return false, fmt.Errorf("log: compaction output: %w", wrapDiskFull(err))
+		return false, err
 	}
-	out := newSegment(l.dir, base, f)
 	swapped, crashed := false, false
 	defer func() {
 		if swapped {
@@ -98,69 +97,15 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 	c.f.dropped = c.f.dropped[:0]
 	w := segWriter{f: f, s: out, buf: c.wbuf[:0], th: c.th, ctx: ctx,
 		interval: int64(c.snap.cfg.IndexIntervalBytes), maxEntries: c.snap.cfg.maxIndexEntries()}
-	lastSeg := len(g) - 1
-	for lastSeg > 0 && g[lastSeg].size.Load() == 0 {
-		lastSeg--
-	}
-	changed := len(g) > 1
-	var before int64
-	for gi, s := range g {
-		size := s.size.Load()
-		before += size
-		sc := newScanner(s.f, s.name(), 0, size, s.base, 0)
-		for {
-			if err := ctx.Err(); err != nil {
-				return false, err
-			}
-			h, pos, err := sc.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return false, fmt.Errorf("log: compaction: %w", err)
-			}
-			bsize := int64(h.Size())
-			if err := c.th.take(ctx, bsize); err != nil {
-				return false, err
-			}
-			b, err := sc.window(pos, bsize)
-			if err != nil {
-				return false, err
-			}
-			nb, err := c.f.filter(h, b, gi == lastSeg && pos+bsize == size)
-			if err != nil {
-				return false, err
-			}
-			if nb == nil || &nb[0] != &b[0] {
-				changed = true
-			}
-			if nb != nil {
-				if err := w.add(nb); err != nil {
-					return false, err
-				}
-			}
-		}
+	before, changed, err := c.rewriteGroup(ctx, g, &w)
+	if err != nil {
+		return false, err
 	}
 	c.wbuf = w.buf
 	if !changed {
 		return true, nil // a lone segment with nothing to drop stays as it is
 	}
-	if err := w.flush(); err != nil {
-		return false, err
-	}
-	if err := f.Sync(); err != nil {
-		return false, fmt.Errorf("log: fsync %s: %w", cleaned.log, err)
-	}
-	out.size.Store(w.pos)
-	out.finishIndex()
-	idx, tidx := out.indexBytes()
-	if err := writeFileSync(l.fs, cleaned.idx, idx); err != nil {
-		return false, err
-	}
-	if err := writeFileSync(l.fs, cleaned.tidx, tidx); err != nil {
-		return false, err
-	}
-	txnCounts, hasTxn, err := l.carryTxnIndex(g, out, cleaned.txn, c.f.dropped)
+	txnCounts, hasTxn, err := l.finishCleaned(g, &w, cleaned, c.f.dropped)
 	if err != nil {
 		return false, err
 	}
@@ -185,6 +130,93 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 	return true, err
 }
 
+// createCleaned removes what a failed clean of the group at base may have
+// left and creates the output segment, <base>.log.cleaned.
+func (l *Log) createCleaned(base int64, cleaned cleanFiles) (vfs.File, *segment, error) {
+	for _, p := range cleaned.all() {
+		l.fs.Remove(p) // a leftover of a failed clean, if any
+	}
+	f, err := l.fs.OpenFile(cleaned.log, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log: compaction output: %w", wrapDiskFull(err))
+	}
+	return f, newSegment(l.dir, base, f), nil
+}
+
+// rewriteGroup writes what the filter keeps of every batch of g to w, the
+// output segment's writer. before is the size of g; changed is false when
+// the group is one segment from which nothing went.
+func (c *cleaner) rewriteGroup(ctx context.Context, g []*segment, w *segWriter) (before int64, changed bool, err error) {
+	lastSeg := len(g) - 1
+	for lastSeg > 0 && g[lastSeg].size.Load() == 0 {
+		lastSeg--
+	}
+	changed = len(g) > 1
+	for gi, s := range g {
+		size := s.size.Load()
+		before += size
+		sc := newScanner(s.f, s.name(), 0, size, s.base, 0)
+		for {
+			if err := ctx.Err(); err != nil {
+				return 0, false, err
+			}
+			h, pos, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, false, fmt.Errorf("log: compaction: %w", err)
+			}
+			bsize := int64(h.Size())
+			if err := c.th.take(ctx, bsize); err != nil {
+				return 0, false, err
+			}
+			b, err := sc.window(pos, bsize)
+			if err != nil {
+				return 0, false, err
+			}
+			nb, err := c.f.filter(h, b, gi == lastSeg && pos+bsize == size)
+			if err != nil {
+				return 0, false, err
+			}
+			if nb == nil || &nb[0] != &b[0] {
+				changed = true
+			}
+			if nb != nil {
+				if err := w.add(nb); err != nil {
+					return 0, false, err
+				}
+			}
+		}
+	}
+	return before, changed, nil
+}
+
+// finishCleaned completes the output of the group g: the rest of its data
+// written and fsynced, its index files written and fsynced as .cleaned
+// files, and its transaction index (carryTxnIndex: the group's entries less
+// dropped, those of the ABORT markers the clean removed). It returns what
+// carryTxnIndex does, for swapIn.
+func (l *Log) finishCleaned(g []*segment, w *segWriter, cleaned cleanFiles, dropped []AbortedTxn) (txnCounts []int, hasTxn bool, err error) {
+	if err := w.flush(); err != nil {
+		return nil, false, err
+	}
+	if err := w.f.Sync(); err != nil {
+		return nil, false, fmt.Errorf("log: fsync %s: %w", cleaned.log, err)
+	}
+	out := w.s
+	out.size.Store(w.pos)
+	out.finishIndex()
+	idx, tidx := out.indexBytes()
+	if err := writeFileSync(l.fs, cleaned.idx, idx); err != nil {
+		return nil, false, err
+	}
+	if err := writeFileSync(l.fs, cleaned.tidx, tidx); err != nil {
+		return nil, false, err
+	}
+	return l.carryTxnIndex(g, out, cleaned.txn, dropped)
+}
+
 // swapIn replaces the segments g with out under mu. It first checks that g
 // are still in the log, unchanged (no truncation since the round began)
 // and closed; if not it returns false and the caller deletes the output.
@@ -201,43 +233,98 @@ func (c *cleaner) cleanGroup(ctx context.Context, g []*segment, st *CompactStats
 //
 // After the old files are deleted there is no way back: an error then
 // fails the log (reopening completes the swap).
+//
+// The steps, in order: groupUnchanged, formSwapSet, deleteReplaced,
+// nameSwapIndexes, nameSwapSegment, installCleaned; the test hook's points
+// ("swap", "deleted", "indexed") lie between them.
 func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen int64, txnCounts []int, hasTxn bool) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.writable() != nil || l.truncGen.Load() != gen {
+	segs, i, ok := l.groupUnchanged(g, gen, txnCounts)
+	if !ok {
 		return false, nil
-	}
-	segs := l.segments()
-	i := slices.Index(segs, g[0])
-	if i < 0 || i+len(g) >= len(segs) {
-		return false, nil
-	}
-	for j, s := range g {
-		if segs[i+j] != s || s.txnCount() != txnCounts[j] {
-			return false, nil
-		}
-	}
-	renames := [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}}
-	if hasTxn {
-		renames = append(renames, [2]string{cleaned.txn, swap.txn})
-	}
-	for _, p := range append(renames, [2]string{cleaned.log, swap.log}) {
-		if err := l.fs.Rename(p[0], p[1]); err != nil {
-			return false, fmt.Errorf("log: compaction swap: %w", err)
-		}
 	}
 	multi := len(g) > 1
-	if multi {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			l.fail(fmt.Errorf("log: sync %s: %w", l.dir, err))
-			return false, fmt.Errorf("%w: %w", ErrFailed, err)
-		}
+	if err := l.formSwapSet(cleaned, swap, hasTxn, multi); err != nil {
+		return false, err
 	}
 	if err := l.cleanAt("swap"); err != nil {
 		return false, err
 	}
 
 	// No way back from here.
+	ferr := l.deleteReplaced(g, multi)
+	if err := l.cleanAt("deleted"); err != nil {
+		return false, err
+	}
+	if ferr == nil {
+		ferr = l.nameSwapIndexes(out, swap, hasTxn)
+		if err := l.cleanAt("indexed"); err != nil {
+			return false, err
+		}
+		if ferr == nil {
+			ferr = l.nameSwapSegment(out, swap, hasTxn)
+		}
+	}
+
+	l.installCleaned(segs, i, g, out)
+	if ferr != nil {
+		l.fail(ferr)
+		return true, fmt.Errorf("%w: %w", ErrFailed, ferr)
+	}
+	return true, nil
+}
+
+// groupUnchanged reports whether g are still in the log at segs[i:], with
+// the transaction index entry counts txnCounts, not the active segment, and
+// no truncation since the round began (gen), in a log still writable.
+// Called with mu held.
+func (l *Log) groupUnchanged(g []*segment, gen int64, txnCounts []int) (segs []*segment, i int, ok bool) {
+	if l.writable() != nil || l.truncGen.Load() != gen {
+		return nil, 0, false
+	}
+	segs = l.segments()
+	i = slices.Index(segs, g[0])
+	if i < 0 || i+len(g) >= len(segs) {
+		return nil, 0, false
+	}
+	for j, s := range g {
+		if segs[i+j] != s || s.txnCount() != txnCounts[j] {
+			return nil, 0, false
+		}
+	}
+	return segs, i, true
+}
+
+// formSwapSet renames the .cleaned files to .swap, the .log last: once it
+// is there, the set is complete and Open completes the swap. For a group of
+// several segments it then fsyncs the directory, so the set is durable
+// before any old file goes; a failure of that fsync fails the log.
+func (l *Log) formSwapSet(cleaned, swap cleanFiles, hasTxn, multi bool) error {
+	renames := [][2]string{{cleaned.idx, swap.idx}, {cleaned.tidx, swap.tidx}}
+	if hasTxn {
+		renames = append(renames, [2]string{cleaned.txn, swap.txn})
+	}
+	for _, p := range append(renames, [2]string{cleaned.log, swap.log}) {
+		if err := l.fs.Rename(p[0], p[1]); err != nil {
+			return fmt.Errorf("log: compaction swap: %w", err)
+		}
+	}
+	if multi {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.fail(fmt.Errorf("log: sync %s: %w", l.dir, err))
+			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+	}
+	return nil
+}
+
+// deleteReplaced deletes the files of the segments the swap replaces: all
+// of g[1:], and the first segment's indexes (its .log and .txnindex are
+// replaced by renames). For a group of several segments it then fsyncs the
+// directory, so the old segments are gone for good before the new one
+// takes its name. It returns the first error that must fail the log.
+func (l *Log) deleteReplaced(g []*segment, multi bool) error {
 	var ferr error
 	for _, s := range g[1:] {
 		for _, p := range []string{s.path, s.indexPath(), s.timeIndexPath(), s.txnPath()} {
@@ -259,43 +346,51 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 			ferr = fmt.Errorf("log: sync %s: %w", l.dir, err)
 		}
 	}
-	if err := l.cleanAt("deleted"); err != nil {
-		return false, err
-	}
-	if ferr == nil {
-		for _, p := range [][2]string{{swap.idx, out.indexPath()}, {swap.tidx, out.timeIndexPath()}} {
-			if err := l.fs.Rename(p[0], p[1]); err != nil {
-				// An index is a cache: Open rebuilds a missing one.
-				l.logger.Warn("log: renaming compacted index", "dir", l.dir, "file", p[0], "err", err)
-				l.fs.Remove(p[0])
-			}
-		}
-		// The transaction index is not a cache: it takes its final name
-		// before the .log does, so a crash in between leaves it for
-		// completeSwap, which keeps it.
-		if hasTxn {
-			if err := l.fs.Rename(swap.txn, out.txnPath()); err != nil {
-				ferr = fmt.Errorf("log: compaction swap: %w", err)
-			}
-		}
-		if err := l.cleanAt("indexed"); err != nil {
-			return false, err
-		}
-		if ferr == nil {
-			if err := l.fs.Rename(swap.log, out.path); err != nil {
-				ferr = fmt.Errorf("log: compaction swap: %w", err)
-			}
-		}
-		if ferr == nil && hasTxn && out.txnCount() == 0 {
-			// Every entry went with its marker: the empty file only
-			// stood in for the old one until the .log took its name
-			// (Open removes it too).
-			if err := l.fs.Remove(out.txnPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("log: removing an empty transaction index", "dir", l.dir, "file", out.txnPath(), "err", err)
-			}
-		}
-	}
+	return ferr
+}
 
+// nameSwapIndexes gives the .swap indexes their final names: the offset
+// and time indexes (a failure is only logged: Open rebuilds a missing
+// index), then the transaction index (a failure must fail the log).
+func (l *Log) nameSwapIndexes(out *segment, swap cleanFiles, hasTxn bool) error {
+	for _, p := range [][2]string{{swap.idx, out.indexPath()}, {swap.tidx, out.timeIndexPath()}} {
+		if err := l.fs.Rename(p[0], p[1]); err != nil {
+			// An index is a cache: Open rebuilds a missing one.
+			l.logger.Warn("log: renaming compacted index", "dir", l.dir, "file", p[0], "err", err)
+			l.fs.Remove(p[0])
+		}
+	}
+	// The transaction index is not a cache: it takes its final name
+	// before the .log does, so a crash in between leaves it for
+	// completeSwap, which keeps it.
+	if hasTxn {
+		if err := l.fs.Rename(swap.txn, out.txnPath()); err != nil {
+			return fmt.Errorf("log: compaction swap: %w", err)
+		}
+	}
+	return nil
+}
+
+// nameSwapSegment renames the .log.swap over the first old segment, which
+// completes the swap, then removes an output transaction index left empty.
+func (l *Log) nameSwapSegment(out *segment, swap cleanFiles, hasTxn bool) error {
+	if err := l.fs.Rename(swap.log, out.path); err != nil {
+		return fmt.Errorf("log: compaction swap: %w", err)
+	}
+	if hasTxn && out.txnCount() == 0 {
+		// Every entry went with its marker: the empty file only
+		// stood in for the old one until the .log took its name
+		// (Open removes it too).
+		if err := l.fs.Remove(out.txnPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.logger.Warn("log: removing an empty transaction index", "dir", l.dir, "file", out.txnPath(), "err", err)
+		}
+	}
+	return nil
+}
+
+// installCleaned puts out in place of g (at segs[i:]) in the segment list
+// and lets go of the old segments. Called with mu held.
+func (l *Log) installCleaned(segs []*segment, i int, g []*segment, out *segment) {
 	ns := make([]*segment, 0, len(segs)-len(g)+1)
 	ns = append(append(append(ns, segs[:i]...), out), segs[i+len(g):]...)
 	l.setSegments(ns)
@@ -305,11 +400,6 @@ func (l *Log) swapIn(g []*segment, out *segment, cleaned, swap cleanFiles, gen i
 		l.unsynced = removeSegment(l.unsynced, s)
 	}
 	l.dirDirty = true
-	if ferr != nil {
-		l.fail(ferr)
-		return true, fmt.Errorf("%w: %w", ErrFailed, ferr)
-	}
-	return true, nil
 }
 
 // segWriter writes a cleaned segment through a buffer, indexing each

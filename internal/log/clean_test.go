@@ -375,7 +375,7 @@ func TestCompactCompressed(t *testing.T) {
 			leo := l.LogEndOffset()
 			compactT(t, l, DefaultCompactConfig())
 			sameRecords(t, "compacted", logRecords(t, l), latestOnly(before, leo-1))
-			wantCodec := tc.codec
+			wantCodec := int(tc.codec)
 			if wantCodec == codecXerial {
 				wantCodec = batch.CodecSnappy
 			}
@@ -389,7 +389,7 @@ func TestCompactCompressed(t *testing.T) {
 					t.Fatal(err)
 				}
 				if h.RecordCount == 0 {
-					if h.Compression() != 0 {
+					if h.Codec() != 0 {
 						t.Fatalf("empty batch at %d is compressed", h.BaseOffset)
 					}
 					continue
@@ -397,14 +397,14 @@ func TestCompactCompressed(t *testing.T) {
 				if h.BaseOffset == leo-1 {
 					continue // the uncompressed tail
 				}
-				if h.Compression() != wantCodec {
-					t.Fatalf("batch at %d: codec %d, want %d", h.BaseOffset, h.Compression(), wantCodec)
+				if h.Codec() != wantCodec {
+					t.Fatalf("batch at %d: codec %d, want %d", h.BaseOffset, h.Codec(), wantCodec)
 				}
-				if tc.codec == codecXerial && !bytes.HasPrefix(data[BatchHeaderSize:], xerialMagic) {
+				if tc.codec == codecXerial && !bytes.HasPrefix(data[batch.HeaderSize:], xerialMagic) {
 					t.Fatalf("batch at %d lost its xerial framing", h.BaseOffset)
 				}
 				// A client decompresses it too.
-				raw, err := dec.Decompress(data[BatchHeaderSize:], kgo.CompressionCodecType(h.Compression()))
+				raw, err := dec.Decompress(data[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
 				if err != nil {
 					t.Fatalf("client decompress batch at %d: %v", h.BaseOffset, err)
 				}
@@ -437,8 +437,8 @@ func TestCompactKeepsBatchHeaderFields(t *testing.T) {
 	appendT(t, l, keyedBatch(t, 0, kv("z", "1", 1)), 6)
 	orig := readAllBatches(t, l, 0)[1]
 	compactT(t, l, DefaultCompactConfig())
-	var h BatchHeader
-	if err := l.ScanBatches(1, func(x BatchHeader) error { h = x; return errStop }); !errors.Is(err, errStop) {
+	var h batch.Header
+	if err := l.ScanBatches(1, func(x batch.Header) error { h = x; return errStop }); !errors.Is(err, errStop) {
 		t.Fatal(err)
 	}
 	if h.BaseOffset != 1 || h.LeaderEpoch != 6 || h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != 7 ||
@@ -495,7 +495,7 @@ func TestCompactTransactions(t *testing.T) {
 	// The log holds nothing else but the markers.
 	var data, markers []int64
 	for _, h := range readAllBatches(t, l, 0) {
-		if h.IsControl() {
+		if h.Control() {
 			markers = append(markers, h.BaseOffset)
 		} else if h.RecordCount > 0 {
 			data = append(data, h.BaseOffset)
@@ -516,7 +516,7 @@ func TestCompactTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !h.IsTransactional() || h.ProducerID != 7 || h.ProducerEpoch != 0 || h.BaseSequence != 0 ||
+	if !h.Transactional() || h.ProducerID != 7 || h.ProducerEpoch != 0 || h.BaseSequence != 0 ||
 		h.LastOffsetDelta != 1 || h.RecordCount != 1 {
 		t.Fatalf("rewritten batch %+v", h)
 	}
@@ -549,7 +549,7 @@ func TestCompactAbortedLastBatchKeptEmpty(t *testing.T) {
 	}
 	sameRecords(t, "read_committed", committedRecords(t, l), before)
 	hs := readAllBatches(t, l, 0)
-	if len(hs) != 4 || hs[1].BaseOffset != 1 || hs[1].RecordCount != 0 || !hs[1].IsTransactional() ||
+	if len(hs) != 4 || hs[1].BaseOffset != 1 || hs[1].RecordCount != 0 || !hs[1].Transactional() ||
 		hs[1].ProducerID != 5 || hs[1].LastOffset() != 2 {
 		t.Fatalf("batches %+v", hs)
 	}
@@ -605,7 +605,7 @@ func committedRecords(t *testing.T, l *Log) []got {
 			return a.ProducerID == h.ProducerID && h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset
 		})
 		for o := h.BaseOffset; o <= h.LastOffset(); o++ {
-			ctrl[o] = h.IsControl() || h.IsTransactional() && in
+			ctrl[o] = h.Control() || h.Transactional() && in
 		}
 	}
 	var out []got

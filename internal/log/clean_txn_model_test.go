@@ -180,7 +180,7 @@ func compactTxnModel(t *testing.T, seed uint64, stats *CompactStats) {
 			controls[o] = true
 		}
 		for _, h := range readAllBatches(t, l, l.LogStartOffset()) {
-			if m, ok := markerOf[h.BaseOffset]; ok && !h.IsControl() && !controls[m] {
+			if m, ok := markerOf[h.BaseOffset]; ok && !h.Control() && !controls[m] {
 				t.Fatalf("%s: the batch at %d is left without its marker at %d", when, h.BaseOffset, m)
 			}
 		}

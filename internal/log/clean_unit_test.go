@@ -164,7 +164,7 @@ func TestCleanCodecsRoundTrip(t *testing.T) {
 	c := getCleanCodecs()
 	defer putCleanCodecs(c)
 	dec := kgo.DefaultDecompressor()
-	for _, codec := range []int8{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
+	for _, codec := range []int{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
 		for _, xerial := range []bool{false, true} {
 			if xerial && codec != batch.CodecSnappy {
 				continue
@@ -199,7 +199,7 @@ func TestCleanCodecsRoundTrip(t *testing.T) {
 
 func TestWalkRecords(t *testing.T) {
 	b := keyedBatch(t, 0, kv("a", "1", 5), krec{nil, []byte("x"), 6}, tomb("b", 7), krec{[]byte{}, []byte("e"), 8})
-	raw := b[BatchHeaderSize:]
+	raw := b[batch.HeaderSize:]
 	recs, err := walkRecords(raw, 4, 3, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestWalkRecords(t *testing.T) {
 	bad("last delta", 4, 2, raw)
 	bad("truncated", 4, 3, raw[:len(raw)-1])
 	bad("trailing", 4, 3, append(bytes.Clone(raw), 0))
-	two := keyedBatch(t, 0, kv("a", "1", 5), kv("b", "1", 5))[BatchHeaderSize:]
+	two := keyedBatch(t, 0, kv("a", "1", 5), kv("b", "1", 5))[batch.HeaderSize:]
 	bad("offset not increasing", 2, 1, rewriteDelta(t, two, 1, 0))
 }
 
@@ -251,7 +251,7 @@ func FuzzCompactBatch(f *testing.F) {
 		f.Add(keyedBatch(f, codec, kv("a", "1", 1), tomb("b", 2), kv("a", "2", 3), krec{nil, []byte("x"), 4}), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, seed uint8) {
-		if len(b) < BatchHeaderSize {
+		if len(b) < batch.HeaderSize {
 			return
 		}
 		b = bytes.Clone(b)

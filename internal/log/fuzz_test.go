@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
 func FuzzParseBatchHeader(f *testing.F) {
 	good := simpleBatch(3, 10, 1000)
 	f.Add(good)
-	f.Add(good[:BatchHeaderSize])
-	f.Add(make([]byte, BatchHeaderSize))
+	f.Add(good[:batch.HeaderSize])
+	f.Add(make([]byte, batch.HeaderSize))
 	bad := append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(bad[offLastOffsetDelta:], 0xffffffff)
 	f.Add(bad)
@@ -22,7 +23,7 @@ func FuzzParseBatchHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if h.Magic != 2 || h.Size() < BatchHeaderSize || h.LastOffset() < h.BaseOffset {
+		if h.Magic != 2 || h.Size() < batch.HeaderSize || h.LastOffset() < h.BaseOffset {
 			t.Fatalf("accepted %+v", h)
 		}
 		if h.Size() > len(b) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -41,8 +42,8 @@ func mkBatch(recs ...rec) []byte {
 		body = binary.AppendVarint(body, int64(len(rb)))
 		body = append(body, rb...)
 	}
-	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(body))
-	binary.BigEndian.PutUint32(b[offLength:], uint32(BatchHeaderSize-batchOverhead+len(body)))
+	b := make([]byte, batch.HeaderSize, batch.HeaderSize+len(body))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(batch.HeaderSize-batchOverhead+len(body)))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0xffffffff)
 	b[offMagic] = 2
 	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(len(recs)-1))
@@ -134,9 +135,9 @@ func crash(l *Log) {
 
 // readAllBatches reads the log from offset from to the end and returns the
 // batches' headers, checking each is a whole valid batch.
-func readAllBatches(t testing.TB, l *Log, from int64) []BatchHeader {
+func readAllBatches(t testing.TB, l *Log, from int64) []batch.Header {
 	t.Helper()
-	var out []BatchHeader
+	var out []batch.Header
 	off := from
 	for off < l.LogEndOffset() {
 		data, err := l.Read(off, 1<<20, 1<<62, true)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // Index entry sizes. See docs/format/log.md.
@@ -63,7 +65,7 @@ func (x *offsetIndex) check(size int64) error {
 		if i > 0 && (rel <= prevRel || pos <= prevPos) {
 			return errBadIndex
 		}
-		if int64(pos)+BatchHeaderSize > size {
+		if int64(pos)+batch.HeaderSize > size {
 			return fmt.Errorf("index entry %d points at %d past the data (%d bytes)", i, pos, size)
 		}
 		prevRel, prevPos = rel, pos

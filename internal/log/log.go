@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -233,14 +234,14 @@ func (l *Log) AppendWithOffsets(batches []byte) (AppendResult, error) {
 // checkInputBatch checks the header fields the append path relies on: the
 // rest (CRC, records) is the caller's job.
 func checkInputBatch(b []byte) (size int, lastDelta int64, err error) {
-	if len(b) < BatchHeaderSize {
+	if len(b) < batch.HeaderSize {
 		return 0, 0, fmt.Errorf("%w: %d trailing bytes", ErrInvalidBatch, len(b))
 	}
 	if b[offMagic] != 2 {
 		return 0, 0, fmt.Errorf("%w: magic %d", ErrInvalidBatch, int8(b[offMagic]))
 	}
 	sz := peekSize(b)
-	if sz < BatchHeaderSize || sz > int64(len(b)) {
+	if sz < batch.HeaderSize || sz > int64(len(b)) {
 		return 0, 0, fmt.Errorf("%w: batch size %d, %d bytes left", ErrInvalidBatch, sz, len(b))
 	}
 	lastDelta = peekLastDelta(b)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -810,7 +812,7 @@ func TestScanBatches(t *testing.T) {
 		appendT(t, l, b, 0)
 	}
 	var got []int64
-	err := l.ScanBatches(50, func(h BatchHeader) error {
+	err := l.ScanBatches(50, func(h batch.Header) error {
 		got = append(got, h.BaseOffset)
 		if h.ProducerID != (h.BaseOffset/3)%4 {
 			t.Fatalf("producer id %d at %d", h.ProducerID, h.BaseOffset)
@@ -825,7 +827,7 @@ func TestScanBatches(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	if err := l.ScanBatches(0, func(BatchHeader) error { n++; return stop }); err != stop || n != 1 {
+	if err := l.ScanBatches(0, func(batch.Header) error { n++; return stop }); err != stop || n != 1 {
 		t.Fatalf("stop: %v %d", err, n)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // deleteSegmentsLocked removes segs (never the active one) from disk. Their
@@ -239,7 +242,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	// Rebuild the indexes of the kept part; drop the now stale files.
 	s.resetIndex()
 	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
-	if err := s.scanHeaders(0, pos, func(p int64, h BatchHeader) error {
+	if err := s.scanHeaders(0, pos, func(p int64, h batch.Header) error {
 		s.indexBatch(p, h.BaseOffset, int64(h.Size()), h.MaxTimestamp, interval, maxEntries)
 		return nil
 	}); err != nil {
@@ -311,7 +314,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 // dropStaleProducerSnapshot removes a producer snapshot taken past leo.
 func (l *Log) dropStaleProducerSnapshot(leo int64) {
-	b, err := readFile(l.fs, l.path(producerSnapshotFile))
+	b, err := vfs.ReadFile(l.fs, l.path(producerSnapshotFile))
 	if err != nil {
 		return
 	}
@@ -354,7 +357,7 @@ func (l *Log) LoadProducerSnapshot() (offset int64, data []byte, err error) {
 	if l.closed.Load() {
 		return -1, nil, ErrClosed
 	}
-	b, err := readFile(l.fs, l.path(producerSnapshotFile))
+	b, err := vfs.ReadFile(l.fs, l.path(producerSnapshotFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, nil, nil
 	}

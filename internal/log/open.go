@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // Open opens the log in dir, creating dir if missing, and recovers it.
@@ -62,27 +66,97 @@ func (l *Log) readCheckpointOrWarn(name string) (int64, bool, error) {
 	return off, ok, err
 }
 
+// load is Open's crash recovery, in phases, each below in this order:
+// listFiles, takeCleanShutdown, findSegments, readCheckpoints,
+// dropSegmentsBelowStart, loadSegments, openActive, recoverLogStart,
+// loadTxnIndexes, rebuildEpochs, syncRecovered, and last the cleaner
+// checkpoint, a stale producer snapshot and the directory fsync.
 func (l *Log) load() error {
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.listFiles()
 	if err != nil {
-		return fmt.Errorf("log: list %s: %w", l.dir, err)
-	}
-	if names, err = l.recoverCleanerFiles(names); err != nil {
 		return err
 	}
-	have := make(map[string]bool, len(names))
-	for _, n := range names {
-		have[n] = true
+	clean, err := l.takeCleanShutdown(names)
+	if err != nil {
+		return err
 	}
-	clean := have[cleanShutdownFile]
-	if clean {
-		// From here on a crash must trigger recovery.
-		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
-			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
-		}
+	bases := l.findSegments(names)
+	ck, err := l.readCheckpoints()
+	if err != nil {
+		return err
+	}
+	bases = l.dropSegmentsBelowStart(bases, ck)
+	segs, recovered, trans, err := l.loadSegments(bases, clean, ck)
+	if err != nil {
+		return err
+	}
+	if segs, err = l.openActive(segs, ck); err != nil {
+		return err
+	}
+	leo := l.active.next.Load()
+	start, leo, emptied, err := l.recoverLogStart(segs, ck, leo)
+	if err != nil {
+		return err
+	}
+	if emptied {
+		recovered = nil
+	}
+	if err := l.loadTxnIndexes(); err != nil {
+		return err
+	}
+	if err := l.rebuildEpochs(ck, trans, leo, start); err != nil {
+		return err
+	}
+	if err := l.syncRecovered(recovered, ck, leo); err != nil {
+		return err
+	}
+	if err := l.loadCleanerState(leo); err != nil {
+		return err
+	}
+	l.dropStaleProducerSnapshot(leo)
+	if l.dirDirty || len(recovered) > 0 {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("log: sync %s: %w", l.dir, err)
 		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// listFiles lists the directory after finishing what an interrupted
+// compaction left (recoverCleanerFiles).
+func (l *Log) listFiles() ([]string, error) {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
+	}
+	return l.recoverCleanerFiles(names)
+}
+
+// takeCleanShutdown reports whether the last close was clean (the
+// clean-shutdown marker is there) and removes the marker durably, so that a
+// crash from here on triggers recovery.
+func (l *Log) takeCleanShutdown(names []string) (bool, error) {
+	clean := slices.Contains(names, cleanShutdownFile)
+	if clean {
+		// From here on a crash must trigger recovery.
+		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
+			return false, fmt.Errorf("log: remove clean-shutdown marker: %w", err)
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return false, fmt.Errorf("log: sync %s: %w", l.dir, err)
+		}
+	}
+	return clean, nil
+}
+
+// findSegments returns the base offsets of the segment files among names,
+// in order, and removes the leftovers of interrupted atomic writes and the
+// index files whose segment is gone.
+func (l *Log) findSegments(names []string) []int64 {
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
 	}
 	var bases []int64
 	for _, n := range names {
@@ -100,39 +174,59 @@ func (l *Log) load() error {
 			}
 		}
 	}
+	return bases
+}
 
-	logStart, lsOK, err := l.readCheckpointOrWarn(logStartFile)
-	if err != nil {
-		return err
-	}
-	rp, rpOK, err := l.readCheckpointOrWarn(recoveryPointFile)
-	if err != nil {
-		return err
-	}
-	epochs, epOK, err := l.readEpochs()
-	if err != nil {
-		return err
-	}
+// checkpoints are the checkpoint files as Open found them; a missing or
+// malformed one has its ok false.
+type checkpoints struct {
+	logStart   int64
+	logStartOK bool
+	rp         int64 // recovery point
+	rpOK       bool
+	epochs     []epochEntry
+	epochsOK   bool
+}
 
-	// Segments wholly below the log start offset were being deleted.
-	for lsOK && len(bases) > 1 && bases[1] <= logStart {
+// readCheckpoints reads the log-start, recovery-point and leader-epoch
+// checkpoints.
+func (l *Log) readCheckpoints() (ck checkpoints, err error) {
+	if ck.logStart, ck.logStartOK, err = l.readCheckpointOrWarn(logStartFile); err != nil {
+		return ck, err
+	}
+	if ck.rp, ck.rpOK, err = l.readCheckpointOrWarn(recoveryPointFile); err != nil {
+		return ck, err
+	}
+	if ck.epochs, ck.epochsOK, err = l.readEpochs(); err != nil {
+		return ck, err
+	}
+	return ck, nil
+}
+
+// dropSegmentsBelowStart removes the segments wholly below the log start
+// offset, which were being deleted, and returns the bases left.
+func (l *Log) dropSegmentsBelowStart(bases []int64, ck checkpoints) []int64 {
+	for ck.logStartOK && len(bases) > 1 && bases[1] <= ck.logStart {
 		l.removeSegmentFiles(bases[0])
 		bases = bases[1:]
 	}
+	return bases
+}
 
-	var (
-		segs      []*segment
-		recovered []*segment   // fully re-validated: fsync them below
-		trans     []epochEntry // epoch changes seen by full scans
-		prevNext  = int64(0)
-	)
+// loadSegments opens the segments (loadSegment): without a clean shutdown,
+// those that may hold data at or past the recovery point, and always the
+// last, are re-validated in full (recovered), and trans collects the epoch
+// changes those full scans saw. The segments after one truncated at a
+// corrupt batch are deleted. The log's segment list is set, also on error.
+func (l *Log) loadSegments(bases []int64, clean bool, ck checkpoints) (segs, recovered []*segment, trans []epochEntry, err error) {
+	prevNext := int64(0)
 	for i, base := range bases {
 		last := i == len(bases)-1
-		full := !clean && (last || !rpOK || bases[i+1] > rp)
+		full := !clean && (last || !ck.rpOK || bases[i+1] > ck.rp)
 		s, scanned, corrupted, err := l.loadSegment(base, full, prevNext, &trans)
 		if err != nil {
 			l.setSegments(segs)
-			return err
+			return nil, nil, nil, err
 		}
 		segs = append(segs, s)
 		if scanned {
@@ -148,47 +242,63 @@ func (l *Log) load() error {
 		}
 	}
 	l.setSegments(segs)
+	return segs, recovered, trans, nil
+}
+
+// openActive makes the last segment the active one, first creating an empty
+// segment at the log start (or 0) when there is none, and sets the log end
+// offset and the roll clock.
+func (l *Log) openActive(segs []*segment, ck checkpoints) ([]*segment, error) {
 	if len(segs) == 0 {
 		start := int64(0)
-		if lsOK {
-			start = logStart
+		if ck.logStartOK {
+			start = ck.logStart
 		}
 		f, err := l.fs.OpenFile(l.path(segmentName(start)+logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return fmt.Errorf("log: create segment: %w", err)
+			return nil, fmt.Errorf("log: create segment: %w", err)
 		}
 		segs = []*segment{newSegment(l.dir, start, f)}
 		l.setSegments(segs)
 		l.dirDirty = true
 	}
 	l.active = segs[len(segs)-1]
-	leo := l.active.next.Load()
-	l.leo.Store(leo)
+	l.leo.Store(l.active.next.Load())
 	l.active.rollStartMs = l.firstTimestamp(l.active)
+	return segs, nil
+}
 
-	start := segs[0].base
-	if lsOK {
-		start = max(start, logStart)
+// recoverLogStart sets the log start offset: the checkpoint's, but not below
+// the first segment. If the recovered data end below it, the log is emptied
+// at it (emptied; leo then is the start). The checkpoint is rewritten when it
+// was missing or changed.
+func (l *Log) recoverLogStart(segs []*segment, ck checkpoints, leo int64) (start, newLEO int64, emptied bool, err error) {
+	start = segs[0].base
+	if ck.logStartOK {
+		start = max(start, ck.logStart)
 	}
 	if start > leo {
 		l.logger.Warn("log: recovered data end below the log start offset; emptying the log",
 			"dir", l.dir, "log_end_offset", leo, "log_start_offset", start)
 		if err := l.truncateFullyLocked(start); err != nil {
-			return err
+			return 0, 0, false, err
 		}
 		leo = start
-		recovered = nil
+		emptied = true
 	}
-	if !lsOK || start != logStart {
+	if !ck.logStartOK || start != ck.logStart {
 		if err := writeOffsetCheckpoint(l.fs, l.path(logStartFile), start); err != nil {
-			return err
+			return 0, 0, false, err
 		}
 	}
 	l.logStart.Store(start)
+	return start, leo, emptied, nil
+}
 
-	// Transaction indexes: keep the valid entries whose marker is still in
-	// the data. The owner's replay from its producer snapshot adds back
-	// the entries a crash kept from being written.
+// loadTxnIndexes opens each segment's transaction index, keeping the valid
+// entries whose marker is still in the data. The owner's replay from its
+// producer snapshot adds back the entries a crash kept from being written.
+func (l *Log) loadTxnIndexes() error {
 	for _, s := range l.segments() {
 		dropped, damage, err := s.openTxn(l.fs, s.txnPath(), s.next.Load())
 		if err != nil {
@@ -205,14 +315,17 @@ func (l *Log) load() error {
 			l.hasTxn.Store(true)
 		}
 	}
-	if err := l.active.keepTxnMem(); err != nil {
-		return err
-	}
+	return l.active.keepTxnMem()
+}
 
-	// Leader epochs: the checkpoint covers epochs starting below the
-	// recovery point; full scans saw the rest.
-	if epOK {
-		l.epochs.entries = epochs
+// rebuildEpochs rebuilds the leader-epoch cache: the checkpoint covers
+// epochs starting below the recovery point, and the full scans saw the rest
+// (trans); without a checkpoint, every batch header of the log's segments
+// is read (after recoverLogStart: an emptied log has released the
+// segments it loaded).
+func (l *Log) rebuildEpochs(ck checkpoints, trans []epochEntry, leo, start int64) error {
+	if ck.epochsOK {
+		l.epochs.entries = ck.epochs
 		l.epochs.truncateFromEnd(leo)
 		for _, t := range trans {
 			if t.Start < leo {
@@ -221,8 +334,8 @@ func (l *Log) load() error {
 		}
 	} else {
 		l.epochs.dirty = true
-		for _, s := range segs {
-			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h BatchHeader) error {
+		for _, s := range l.segments() {
+			if err := s.scanHeaders(0, s.size.Load(), func(_ int64, h batch.Header) error {
 				l.epochs.assign(h.LeaderEpoch, h.BaseOffset)
 				return nil
 			}); err != nil {
@@ -231,9 +344,15 @@ func (l *Log) load() error {
 		}
 	}
 	l.epochs.truncateFromStart(start)
+	return nil
+}
 
-	// What recovery validated may still sit only in the page cache (a
-	// process crash): make it durable before calling it recovered.
+// syncRecovered makes what recovery validated durable before calling it
+// recovered: it may still sit only in the page cache (a process crash). It
+// fsyncs the re-validated segments and writes the indexes of the closed
+// ones, then records leo as durable and writes the leader-epoch checkpoint
+// and, after it, the recovery point.
+func (l *Log) syncRecovered(recovered []*segment, ck checkpoints, leo int64) error {
 	for _, s := range recovered {
 		if err := s.f.Sync(); err != nil {
 			return fmt.Errorf("log: fsync %s: %w", s.name(), err)
@@ -248,27 +367,17 @@ func (l *Log) load() error {
 	if err := l.persistEpochsLocked(); err != nil {
 		return err
 	}
-	if !rpOK || rp != leo {
+	if !ck.rpOK || ck.rp != leo {
 		if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {
 			return err
 		}
 	}
 	l.rp = leo
-	if err := l.loadCleanerState(leo); err != nil {
-		return err
-	}
-	l.dropStaleProducerSnapshot(leo)
-	if l.dirDirty || len(recovered) > 0 {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("log: sync %s: %w", l.dir, err)
-		}
-		l.dirDirty = false
-	}
 	return nil
 }
 
 func (l *Log) readEpochs() ([]epochEntry, bool, error) {
-	b, err := readFile(l.fs, l.path(leaderEpochFile))
+	b, err := vfs.ReadFile(l.fs, l.path(leaderEpochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -287,10 +396,10 @@ func (l *Log) readEpochs() ([]epochEntry, bool, error) {
 // batch's max timestamp if that is not in the future, else now.
 func (l *Log) firstTimestamp(s *segment) int64 {
 	now := l.nowMs()
-	if s.size.Load() < BatchHeaderSize {
+	if s.size.Load() < batch.HeaderSize {
 		return now
 	}
-	b := make([]byte, BatchHeaderSize)
+	b := make([]byte, batch.HeaderSize)
 	if _, err := s.f.ReadAt(b, 0); err != nil {
 		return now
 	}
@@ -374,7 +483,7 @@ func (l *Log) fullScan(s *segment, fileSize, prevNext int64, trans *[]epochEntry
 // index entry. ok is false when the indexes are missing or do not match the
 // data, or the tail is damaged: the caller then does a full scan.
 func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error) {
-	idx, err := readFile(l.fs, s.indexPath())
+	idx, err := vfs.ReadFile(l.fs, s.indexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing index", "dir", l.dir, "segment", s.name())
@@ -382,7 +491,7 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error
 		}
 		return false, err
 	}
-	tidx, err := readFile(l.fs, s.timeIndexPath())
+	tidx, err := vfs.ReadFile(l.fs, s.timeIndexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing time index", "dir", l.dir, "segment", s.name())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/berthmq/berth/internal/batch"
 )
 
 // Read returns whole batches starting with the batch that contains offset
@@ -113,7 +115,7 @@ func (s *segment) read(alloc func(int) []byte, offset, maxBytes, maxOffset int64
 			}
 		}
 		bs := peekSize(h)
-		if bs < BatchHeaderSize || end+bs > size {
+		if bs < batch.HeaderSize || end+bs > size {
 			return nil, false, s.readErr(end, fmt.Errorf("bad batch size %d", bs))
 		}
 		if end+bs-start > maxBytes && !(minOne && end == start) {
@@ -168,7 +170,7 @@ func unpin(segs []*segment) {
 // ScanBatches calls fn with the header of every batch whose last offset is
 // >= from, in offset order, up to the log end offset at the call. It stops at
 // and returns the first error of fn.
-func (l *Log) ScanBatches(from int64, fn func(h BatchHeader) error) error {
+func (l *Log) ScanBatches(from int64, fn func(h batch.Header) error) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
@@ -179,7 +181,7 @@ func (l *Log) ScanBatches(from int64, fn func(h BatchHeader) error) error {
 		if s.next.Load() <= from {
 			continue
 		}
-		if err := s.scanHeaders(s.lookup(from), s.size.Load(), func(pos int64, h BatchHeader) error {
+		if err := s.scanHeaders(s.lookup(from), s.size.Load(), func(pos int64, h batch.Header) error {
 			if h.LastOffset() < from {
 				return nil
 			}
@@ -192,7 +194,7 @@ func (l *Log) ScanBatches(from int64, fn func(h BatchHeader) error) error {
 }
 
 // scanHeaders calls fn for each batch header in [pos, end).
-func (s *segment) scanHeaders(pos, end int64, fn func(pos int64, h BatchHeader) error) error {
+func (s *segment) scanHeaders(pos, end int64, fn func(pos int64, h batch.Header) error) error {
 	r := newHeaderReader(s.f, end)
 	defer r.close()
 	for pos < end {
@@ -216,7 +218,7 @@ func (s *segment) scanHeaders(pos, end int64, fn func(pos int64, h BatchHeader) 
 }
 
 // readBatch reads the whole batch at pos.
-func (s *segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
+func (s *segment) readBatch(pos int64, h batch.Header) ([]byte, error) {
 	b := make([]byte, h.Size())
 	if n, err := s.f.ReadAt(b, pos); n < len(b) {
 		if err == nil || err == io.EOF {
@@ -255,11 +257,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 		if ok {
 			from = max(from, s.base+int64(rel))
 		}
-		err := s.scanHeaders(s.lookup(from), s.size.Load(), func(pos int64, h BatchHeader) error {
+		err := s.scanHeaders(s.lookup(from), s.size.Load(), func(pos int64, h batch.Header) error {
 			if h.LastOffset() < from || h.MaxTimestamp < ts {
 				return nil
 			}
-			if h.Compression() != 0 && h.Attributes&attrLogAppendTime == 0 {
+			if h.Codec() != 0 && h.Attributes&batch.AttrLogAppendTime == 0 {
 				offset, timestamp, found = max(h.BaseOffset, logStart), h.MaxTimestamp, true
 				return errStop
 			}
@@ -301,7 +303,7 @@ func (l *Log) MaxTimestamp() (ts int64, offset int64) {
 	}
 	base := best.maxTSOff.Load()
 	offset = base
-	_ = best.scanHeaders(best.lookup(base), best.size.Load(), func(pos int64, h BatchHeader) error {
+	_ = best.scanHeaders(best.lookup(base), best.size.Load(), func(pos int64, h batch.Header) error {
 		if h.BaseOffset < base {
 			return nil
 		}

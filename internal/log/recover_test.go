@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // recoveryFixture is a crashed log: 40 batches of 3 records (offsets 3i to
@@ -111,7 +114,7 @@ func TestRecovery(t *testing.T) {
 			mutateFile(t, f.logPath(f.last()), func(b []byte) []byte {
 				h := simpleBatch(3, 100, 1)
 				putHeader(h, 120, 4)
-				return append(b, h[:BatchHeaderSize+20]...)
+				return append(b, h[:batch.HeaderSize+20]...)
 			})
 			return 120
 		}},
@@ -158,13 +161,13 @@ func TestRecovery(t *testing.T) {
 		{"corrupted middle batch of the last segment", false, func(t *testing.T, f *recoveryFixture) int64 {
 			s := f.last()
 			base := s.BaseOffset + 3
-			mutateFile(t, f.logPath(s), flip(f.pos(s, base)+BatchHeaderSize+10))
+			mutateFile(t, f.logPath(s), flip(f.pos(s, base)+batch.HeaderSize+10))
 			return base
 		}},
 		{"corrupted batch in an early segment, no recovery point", false, func(t *testing.T, f *recoveryFixture) int64 {
 			os.Remove(filepath.Join(f.dir, recoveryPointFile))
 			s := f.segs[0]
-			mutateFile(t, f.logPath(s), flip(f.pos(s, 6)+BatchHeaderSize+10))
+			mutateFile(t, f.logPath(s), flip(f.pos(s, 6)+batch.HeaderSize+10))
 			return 6
 		}},
 		{"empty trailing segment", false, func(t *testing.T, f *recoveryFixture) int64 {
@@ -333,5 +336,34 @@ func TestRecoveryRebuildsIndexFiles(t *testing.T) {
 	got, err := os.ReadFile(idx)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("rebuilt index differs (%v)", err)
+	}
+}
+
+// A log start checkpoint past the recovered data (the data was lost)
+// empties the log; with no leader-epoch checkpoint to go on, the epochs
+// are rebuilt from what is left, not from the segments just released
+// (Open failed with "file already closed").
+func TestRecoveryLogStartPastDataWithoutEpochCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, testConfig(), Options{})
+	for i := range 3 {
+		appendT(t, l, mkBatch(rec{ts: int64(i), value: []byte("v")}), 2)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOffsetCheckpoint(vfs.OS(), filepath.Join(dir, logStartFile), 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, leaderEpochFile)); err != nil {
+		t.Fatal(err)
+	}
+	l = openT(t, dir, testConfig(), Options{})
+	if start, end := l.LogStartOffset(), l.LogEndOffset(); start != 100 || end != 100 {
+		t.Fatalf("log start %d, end %d, want both 100 (emptied)", start, end)
+	}
+	appendT(t, l, mkBatch(rec{ts: 9, value: []byte("after")}), 3)
+	if e := l.LatestEpoch(); e != 3 {
+		t.Fatalf("latest epoch %d after an append at 3", e)
 	}
 }

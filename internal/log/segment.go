@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
@@ -216,22 +217,22 @@ func (r *headerReader) close() {
 	r.pbuf, r.buf = nil, nil
 }
 
-// header returns the BatchHeaderSize bytes at pos, valid until the next
+// header returns the batch.HeaderSize bytes at pos, valid until the next
 // call. io.ErrUnexpectedEOF if fewer remain before end.
 func (r *headerReader) header(pos int64) ([]byte, error) {
-	if pos < 0 || r.end-pos < BatchHeaderSize {
+	if pos < 0 || r.end-pos < batch.HeaderSize {
 		return nil, io.ErrUnexpectedEOF
 	}
-	if r.bpos >= 0 && pos >= r.bpos && pos+BatchHeaderSize <= r.bpos+int64(r.n) {
+	if r.bpos >= 0 && pos >= r.bpos && pos+batch.HeaderSize <= r.bpos+int64(r.n) {
 		o := pos - r.bpos
-		return r.buf[o : o+BatchHeaderSize], nil
+		return r.buf[o : o+batch.HeaderSize], nil
 	}
 	want := int64(len(r.buf))
 	if r.end-pos < want {
 		want = r.end - pos
 	}
 	n, err := r.f.ReadAt(r.buf[:want], pos)
-	if int64(n) < BatchHeaderSize {
+	if int64(n) < batch.HeaderSize {
 		r.bpos = -1
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -239,7 +240,7 @@ func (r *headerReader) header(pos int64) ([]byte, error) {
 		return nil, err
 	}
 	r.bpos, r.n = pos, n
-	return r.buf[:BatchHeaderSize], nil
+	return r.buf[:batch.HeaderSize], nil
 }
 
 // seek returns the position and header of the first batch at or after pos
@@ -251,7 +252,7 @@ func (r *headerReader) seek(pos, off int64) (int64, []byte, bool, error) {
 			return pos, nil, false, err
 		}
 		size := peekSize(h)
-		if size < BatchHeaderSize || pos+size > r.end {
+		if size < batch.HeaderSize || pos+size > r.end {
 			return pos, nil, false, fmt.Errorf("batch at %d: bad size %d", pos, size)
 		}
 		if peekBase(h)+peekLastDelta(h) >= off {
@@ -284,20 +285,20 @@ func newScanner(f vfs.File, name string, pos, end, segBase, prevNext int64) *sca
 
 // next returns the next valid batch and its position. It returns io.EOF at a
 // clean end and a *CorruptionError at the first torn or invalid batch.
-func (sc *scanner) next() (BatchHeader, int64, error) {
+func (sc *scanner) next() (batch.Header, int64, error) {
 	pos := sc.pos
 	if pos >= sc.end {
-		return BatchHeader{}, pos, io.EOF
+		return batch.Header{}, pos, io.EOF
 	}
-	corrupt := func(err error) (BatchHeader, int64, error) {
-		return BatchHeader{}, pos, &CorruptionError{Segment: sc.name, Offset: pos, Err: err}
+	corrupt := func(err error) (batch.Header, int64, error) {
+		return batch.Header{}, pos, &CorruptionError{Segment: sc.name, Offset: pos, Err: err}
 	}
-	if sc.end-pos < BatchHeaderSize {
+	if sc.end-pos < batch.HeaderSize {
 		return corrupt(fmt.Errorf("torn header: %d bytes left", sc.end-pos))
 	}
-	hb, err := sc.window(pos, BatchHeaderSize)
+	hb, err := sc.window(pos, batch.HeaderSize)
 	if err != nil {
-		return BatchHeader{}, pos, err
+		return batch.Header{}, pos, err
 	}
 	h, err := ParseBatchHeader(hb)
 	if err != nil {
@@ -315,7 +316,7 @@ func (sc *scanner) next() (BatchHeader, int64, error) {
 	}
 	b, err := sc.window(pos, size)
 	if err != nil {
-		return BatchHeader{}, pos, err
+		return batch.Header{}, pos, err
 	}
 	if c := crc32.Checksum(b[offAttributes:], castagnoli); c != h.CRC {
 		return corrupt(fmt.Errorf("crc %08x, computed %08x", h.CRC, c))

@@ -51,10 +51,10 @@ type Config struct {
 	// host:port. With Voters set it defaults to NodeID's entry there; an
 	// observer must set it.
 	Addr string
-	// FS receives the files the controller replaces whole (snapshots, the
-	// WAL's header and its rewrites after a snapshot), through
-	// vfs.WriteFileAtomic; nil is the OS. WAL appends and reads still use
-	// the os package. Tests inject a vfs.FaultFS.
+	// FS is the filesystem of every file in Dir: WAL appends, reads and
+	// truncation, snapshots, and the files replaced whole (snapshots, the
+	// WAL's header and its rewrites after a snapshot) through
+	// vfs.WriteFileAtomic; nil is the OS. Tests inject a vfs.FaultFS.
 	FS vfs.FS
 }
 

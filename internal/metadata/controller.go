@@ -453,7 +453,8 @@ func (c *Controller) submitOnce(ctx context.Context, p *proposal) (Result, error
 	}
 }
 
-// loopErr is the error for callers after run exited; call after donec.
+// loopErr is the error for callers after run exited: call it after donec,
+// or from run itself as it exits.
 func (c *Controller) loopErr() error {
 	if c.fatalErr != nil {
 		return fmt.Errorf("%w: %v", ErrClosed, c.fatalErr)
@@ -505,7 +506,9 @@ const maxBatch = 1024
 // run is the Ready loop: the only goroutine touching loop state.
 func (c *Controller) run() {
 	defer close(c.donec)
-	defer c.failWaiters(ErrClosed)
+	// Waiting proposers learn why the loop stopped (a failed WAL write,
+	// say), not only that it did.
+	defer func() { c.failWaiters(c.loopErr()) }()
 	tick := time.NewTicker(c.cfg.TickInterval)
 	defer tick.Stop()
 	c.running = true
@@ -852,13 +855,13 @@ func (c *Controller) rewriteWAL() error {
 }
 
 func (c *Controller) removeSnapshotsBefore(index uint64) {
-	idx, err := listSnapshots(c.cfg.Dir)
+	idx, err := listSnapshots(c.cfg.FS, c.cfg.Dir)
 	if err != nil {
 		return
 	}
 	for _, i := range idx {
 		if i < index {
-			removeFile(c.cfg.Dir, snapName(i))
+			removeFile(c.cfg.FS, c.cfg.Dir, snapName(i))
 		}
 	}
 }

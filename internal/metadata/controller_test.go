@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -225,7 +227,7 @@ func TestControllerSnapshotCompaction(t *testing.T) {
 	if maxWAL > 8<<10 {
 		t.Fatalf("WAL grew to %d bytes with SnapshotEvery=20", maxWAL)
 	}
-	snaps, err := listSnapshots(dir)
+	snaps, err := listSnapshots(vfs.OS(), dir)
 	if err != nil || len(snaps) != 1 {
 		t.Fatalf("snapshots %v (%v), want exactly one", snaps, err)
 	}
@@ -436,7 +438,7 @@ func TestRecoverSnapshotAheadOfWALCommit(t *testing.T) {
 
 	// The crash copy gets the snapshot, and its WAL loses the last
 	// HardState (the one committing the last entry).
-	snaps, _ := listSnapshots(dir)
+	snaps, _ := listSnapshots(vfs.OS(), dir)
 	b, err := os.ReadFile(filepath.Join(dir, snapName(snaps[len(snaps)-1])))
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +477,7 @@ func TestOpenCorruptSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustClose(t, c)
-	snaps, _ := listSnapshots(dir)
+	snaps, _ := listSnapshots(vfs.OS(), dir)
 	path := filepath.Join(dir, snapName(snaps[len(snaps)-1]))
 	b, _ := os.ReadFile(path)
 	i := bytes.Index(b, []byte("orders"))

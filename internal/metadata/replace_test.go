@@ -37,7 +37,7 @@ func TestSnapshotWriteFailureIsReported(t *testing.T) {
 	if ops := ffs.Ops(); !slices.Contains(ops, "sync "+filepath.Join(dir, snapName(index))+vfs.TempSuffix) {
 		t.Fatalf("operations %q: the snapshot was not written through the FS", ops)
 	}
-	snaps, err := listSnapshots(dir)
+	snaps, err := listSnapshots(vfs.OS(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

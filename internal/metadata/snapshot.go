@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -232,8 +231,8 @@ func writeSnapshot(fs vfs.FS, dir string, snap *pb.Snapshot) error {
 }
 
 // readSnapshot reads and checks one snapshot file.
-func readSnapshot(path string) (*pb.Snapshot, error) {
-	b, err := os.ReadFile(path)
+func readSnapshot(fs vfs.FS, path string) (*pb.Snapshot, error) {
+	b, err := vfs.ReadFile(fs, path)
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +261,13 @@ func readSnapshot(path string) (*pb.Snapshot, error) {
 }
 
 // listSnapshots returns the snapshot files' indexes in dir, ascending.
-func listSnapshots(dir string) ([]uint64, error) {
-	ents, err := os.ReadDir(dir)
+func listSnapshots(fs vfs.FS, dir string) ([]uint64, error) {
+	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var idx []uint64
-	for _, e := range ents {
-		n := e.Name()
+	for _, n := range names {
 		if !strings.HasPrefix(n, snapPrefix) || !strings.HasSuffix(n, snapSuffix) {
 			continue
 		}

@@ -29,30 +29,30 @@ type recovered struct {
 // MemoryStorage, truncating a torn WAL tail. See docs/format/metadata.md
 // "Recovery".
 func recoverDir(fsys vfs.FS, dir string, log *slog.Logger) (*recovered, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(dir)
+	names, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents { // leftovers of interrupted atomic writes
-		if strings.HasSuffix(e.Name(), ".tmp") {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+	for _, n := range names { // leftovers of interrupted atomic writes
+		if strings.HasSuffix(n, vfs.TempSuffix) {
+			if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	r := &recovered{ms: raft.NewMemoryStorage()}
 
-	snaps, err := listSnapshots(dir)
+	snaps, err := listSnapshots(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	var snapIndex, snapTerm uint64
 	if len(snaps) > 0 {
 		newest := snaps[len(snaps)-1]
-		r.snap, err = readSnapshot(filepath.Join(dir, snapName(newest)))
+		r.snap, err = readSnapshot(fsys, filepath.Join(dir, snapName(newest)))
 		if err != nil {
 			return nil, err
 		}
@@ -61,12 +61,12 @@ func recoverDir(fsys vfs.FS, dir string, log *slog.Logger) (*recovered, error) {
 		}
 		snapIndex, snapTerm = newest, r.snap.GetMetadata().GetTerm()
 		for _, i := range snaps[:len(snaps)-1] { // a crash kept an older one
-			os.Remove(filepath.Join(dir, snapName(i)))
+			removeFile(fsys, dir, snapName(i))
 		}
 	}
 
 	path := filepath.Join(dir, walName)
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fsys, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := replaceFile(fsys, path, walHeader()); err != nil {
@@ -84,7 +84,7 @@ func recoverDir(fsys vfs.FS, dir string, log *slog.Logger) (*recovered, error) {
 		r.dropped = int64(len(b)) - valid
 		log.Warn("metadata: truncating damaged WAL tail", "file", path, "offset", valid,
 			"bytes", r.dropped, "reason", cerr.Reason)
-		if err := truncateFile(path, valid); err != nil {
+		if err := truncateFile(fsys, path, valid); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -140,8 +140,8 @@ func recoverDir(fsys vfs.FS, dir string, log *slog.Logger) (*recovered, error) {
 	return r, nil
 }
 
-func truncateFile(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+func truncateFile(fsys vfs.FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -155,4 +155,4 @@ func truncateFile(path string, size int64) error {
 	return err
 }
 
-func removeFile(dir, name string) { os.Remove(filepath.Join(dir, name)) }
+func removeFile(fsys vfs.FS, dir, name string) { fsys.Remove(filepath.Join(dir, name)) }

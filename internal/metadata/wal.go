@@ -133,8 +133,8 @@ func readFrame(b []byte) (walRecord, int64, string) {
 type wal struct {
 	fs   vfs.FS // for rewrites; appends go to f
 	dir  string
-	f    *os.File
-	size int64
+	f    vfs.File
+	size int64 // where the next frame goes: appends write at it (pwrite)
 	buf  []byte
 }
 
@@ -144,12 +144,8 @@ func (w *wal) path() string { return filepath.Join(w.dir, walName) }
 // after truncation by the caller).
 func openWAL(fs vfs.FS, dir string, size int64) (*wal, error) {
 	w := &wal{fs: fs, dir: dir}
-	f, err := os.OpenFile(w.path(), os.O_WRONLY, 0)
+	f, err := fs.OpenFile(w.path(), os.O_WRONLY, 0)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(size, 0); err != nil {
-		f.Close()
 		return nil, err
 	}
 	w.f, w.size = f, size
@@ -175,7 +171,7 @@ func (w *wal) append(ents []*pb.Entry, hs *pb.HardState, sync bool) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if _, err := w.f.Write(b); err != nil {
+	if _, err := w.f.WriteAt(b, w.size); err != nil {
 		return fmt.Errorf("metadata: WAL write: %w", err)
 	}
 	w.size += int64(len(b))

@@ -29,8 +29,8 @@ const (
 
 // readHWCheckpoint returns the checkpointed high watermark of the log in
 // dir, or -1.
-func readHWCheckpoint(dir string) int64 {
-	b, err := os.ReadFile(filepath.Join(dir, hwCheckpointFile))
+func readHWCheckpoint(fs vfs.FS, dir string) int64 {
+	b, err := vfs.ReadFile(fs, filepath.Join(dir, hwCheckpointFile))
 	if err != nil {
 		return -1
 	}

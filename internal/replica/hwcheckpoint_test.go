@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/berthmq/berth/internal/vfs"
@@ -88,5 +89,39 @@ func TestTopicIDFileFailedWriteIsReported(t *testing.T) {
 	ffs.FailDirSyncs(nil)
 	if err := checkTopicIDFile(ffs, dir, [16]byte{1}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A checkpoint write that fails at any step (create, write, fsync, rename)
+// is reported and leaves the old checkpoint whole, which is what a restart
+// reads (through the FS, as every file of the partition).
+func TestHWCheckpointFailedWriteKeepsOldFile(t *testing.T) {
+	for _, op := range []string{"open", "write", "sync", "rename"} {
+		t.Run(op, func(t *testing.T) {
+			ffs := vfs.NewFaultFS(nil)
+			_, p, dir := openPartitionOf(t, ffs, true, []int32{1, 2})
+			p.hw.Store(5)
+			if err := p.checkpointHW(); err != nil {
+				t.Fatal(err)
+			}
+			injected := errors.New("injected fault")
+			ffs.Inject(vfs.Fault{Op: op, Err: injected, Match: func(n string) bool {
+				return strings.HasPrefix(filepath.Base(n), hwCheckpointFile)
+			}})
+			p.hw.Store(9)
+			if err := p.checkpointHW(); !errors.Is(err, injected) {
+				t.Fatalf("failed %s: error %v", op, err)
+			}
+			if got := readHWCheckpoint(vfs.OS(), dir); got != 5 || p.hwCheckpointed.Load() != 5 {
+				t.Fatalf("after a failed %s: checkpoint %d, checkpointed %d; want the old 5", op, got, p.hwCheckpointed.Load())
+			}
+			ffs.ClearFaults()
+			if err := p.checkpointHW(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readHWCheckpoint(ffs, dir); got != 9 {
+				t.Fatalf("after healing: checkpoint %d, want 9", got)
+			}
+		})
 	}
 }

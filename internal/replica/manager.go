@@ -323,7 +323,9 @@ func dirName(topic string, part int32) string { return topic + "-" + strconv.Ito
 
 // Apply brings local partitions in line with an image: opens logs of new
 // partitions this node replicates, updates configs and epochs, and deletes
-// the logs of topics that are gone.
+// the logs of topics that are gone. Its phases run in this order:
+// planApply, dropTopics, removeReplicas, openPartitions,
+// installPartitions, then applyRoles.
 func (m *Manager) Apply(im *metadata.Image) error {
 	// applyMu serialises Apply; mu is held only to read and change the
 	// maps, never while logs are opened or deleted, so partition lookups
@@ -333,13 +335,38 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	if last := m.applied.Load(); last != nil && im.Index < last.Index {
 		return nil // a newer image was applied already
 	}
-	type opening struct {
-		name string
-		id   [16]byte
-		mp   *metadata.Partition
-		cfg  TopicConfig
-		p    *Partition
-	}
+	plan := m.planApply(im)
+	m.dropTopics(plan.drops)
+	m.removeReplicas(plan.removes)
+	errs := m.openPartitions(plan.opens)
+	m.installPartitions(plan.opens)
+	m.applied.Store(im)
+	m.applyRoles(im)
+	return errors.Join(errs...)
+}
+
+// opening is a partition Apply opens: planned by planApply, opened by
+// openPartitions (p), installed by installPartitions.
+type opening struct {
+	name string
+	id   [16]byte
+	mp   *metadata.Partition
+	cfg  TopicConfig
+	p    *Partition
+}
+
+// applyPlan is what Apply changes, as planApply finds it.
+type applyPlan struct {
+	opens   []*opening
+	removes []*Partition // replicas moved to other brokers
+	drops   []string     // topics gone, or recreated under the same name
+}
+
+// planApply, Apply's first phase, compares the image with the partition
+// maps (mu held for reading): the partitions to open, the replicas
+// reassigned away, the topics to drop. The partitions that stay get their
+// new config here.
+func (m *Manager) planApply(im *metadata.Image) applyPlan {
 	var opens []*opening
 	var removes []*Partition // replicas moved to other brokers
 	var drops []string       // topics gone, or recreated under the same name
@@ -375,9 +402,13 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 	}
 	m.mu.RUnlock()
+	return applyPlan{opens: opens, removes: removes, drops: drops}
+}
 
-	// Take dropped topics out of the maps, then delete their files; a
-	// recreated topic's directories must be gone before it opens.
+// dropTopics, Apply's second phase, takes dropped topics out of the maps,
+// then deletes their files; a recreated topic's directories must be gone
+// before it opens.
+func (m *Manager) dropTopics(drops []string) {
 	var dropped [][]*Partition
 	if len(drops) > 0 {
 		m.mu.Lock()
@@ -394,6 +425,11 @@ func (m *Manager) Apply(im *metadata.Image) error {
 	for i, ps := range dropped {
 		m.dropTopic(drops[i], ps)
 	}
+}
+
+// removeReplicas, Apply's third phase, takes the replicas reassigned to
+// other brokers out of the maps, then stops them and deletes their files.
+func (m *Manager) removeReplicas(removes []*Partition) {
 	if len(removes) > 0 {
 		m.mu.Lock()
 		for _, p := range removes {
@@ -406,7 +442,12 @@ func (m *Manager) Apply(im *metadata.Image) error {
 			m.removeReplica(p)
 		}
 	}
+}
 
+// openPartitions, Apply's fourth phase, opens (and recovers) the logs of
+// the partitions planned, with no lock held; the errors are of those that
+// did not open, which stay out of the maps.
+func (m *Manager) openPartitions(opens []*opening) []error {
 	var errs []error
 	for _, o := range opens {
 		p, err := m.openPartition(o.name, o.id, o.mp, o.cfg)
@@ -416,6 +457,12 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 		o.p = p
 	}
+	return errs
+}
+
+// installPartitions, Apply's fifth phase, puts the partitions opened into
+// the maps (mu held), where lookups find them.
+func (m *Manager) installPartitions(opens []*opening) {
 	if len(opens) > 0 {
 		m.mu.Lock()
 		for _, o := range opens {
@@ -432,12 +479,10 @@ func (m *Manager) Apply(im *metadata.Image) error {
 		}
 		m.mu.Unlock()
 	}
-	m.applied.Store(im)
-	m.applyRoles(im)
-	return errors.Join(errs...)
 }
 
-// applyRoles makes each local partition the leader or a follower as the
+// applyRoles, Apply's last phase (and Start's, for an image applied
+// before it), makes each local partition the leader or a follower as the
 // image says, and points the followers' fetchers at their leaders.
 func (m *Manager) applyRoles(im *metadata.Image) {
 	for _, p := range m.All() {
@@ -525,7 +570,7 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 	} else {
 		// The checkpointed high watermark, bounded by what the log holds
 		// (hwcheckpoint.go).
-		hw := min(max(readHWCheckpoint(dir), l.LogStartOffset()), leo)
+		hw := min(max(readHWCheckpoint(m.cfg.FS, dir), l.LogStartOffset()), leo)
 		p.hw.Store(hw)
 		p.hwCheckpointed.Store(hw)
 	}
@@ -543,19 +588,19 @@ func (m *Manager) openPartition(topic string, id [16]byte, mp *metadata.Partitio
 func checkTopicIDFile(fs vfs.FS, dir string, id [16]byte) error {
 	path := filepath.Join(dir, "partition.metadata")
 	want := "version: 0\ntopic_id: " + hex.EncodeToString(id[:]) + "\n"
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fs, path)
 	if err == nil {
 		if string(b) == want {
 			return nil
 		}
 		// Stale files of a deleted topic with the same name.
-		if err := os.RemoveAll(dir); err != nil {
+		if err := fs.RemoveAll(dir); err != nil {
 			return err
 		}
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	return vfs.WriteFileAtomic(fs, path, []byte(want))
@@ -568,195 +613,6 @@ func contains(s []int32, v int32) bool {
 		}
 	}
 	return false
-}
-
-// markDirty queues p for the next group commit.
-func (m *Manager) markDirty(p *Partition) {
-	if !m.cfg.Fsync {
-		// os mode: readable and acknowledged at once; flushed in the background.
-		p.advance(p.log.LogEndOffset())
-	}
-	if p.dirty.Swap(true) {
-		return
-	}
-	m.dirtyMu.Lock()
-	m.dirty = append(m.dirty, p)
-	m.dirtyMu.Unlock()
-	if m.cfg.Fsync {
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// The group commit is a two-stage pipeline (durability.mode=fsync):
-//
-//   - flushLoop writes every partition's staged batches to its log (a few
-//     large writes into the page cache) as soon as there are some, then
-//     hands the partition to the syncer;
-//   - syncLoop fsyncs the partitions written since its last round and
-//     advances their high watermarks, waking producers waiting for acks and
-//     consumers waiting for data.
-//
-// Writing round N+1 overlaps the fsync of round N, so neither the disk nor
-// the CPU waits for the other; appends that arrive during a round join the
-// next one, so one fsync covers many producers. In os mode there is no
-// staging: syncLoop alone fsyncs dirty partitions every
-// log.flush.interval.ms.
-func (m *Manager) flushLoop(ctx context.Context) {
-	defer m.wg.Done()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.kick:
-		}
-		if !m.flushRound() {
-			continue
-		}
-		select {
-		case m.syncKick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// flushRound writes the staged batches of every partition appended to
-// since the last round; false when there were none.
-func (m *Manager) flushRound() bool {
-	batch := m.takeDirty()
-	if len(batch) == 0 {
-		return false
-	}
-	m.forEach(batch, func(p *Partition) {
-		if p.closed.Load() {
-			return
-		}
-		if h := m.flushHook.Load(); h != nil {
-			(*h)(p)
-		}
-		if err := p.flush(); err != nil {
-			return // producers of the dropped batches get an error
-		}
-		if !p.toSync.Swap(true) {
-			m.dirtyMu.Lock()
-			m.written = append(m.written, p)
-			m.dirtyMu.Unlock()
-		}
-	})
-	return true
-}
-
-// flushAndSync runs a write round and then an fsync round inline.
-func (m *Manager) flushAndSync() {
-	if m.cfg.Fsync {
-		m.flushRound()
-	}
-	m.syncRound()
-}
-
-func (m *Manager) syncLoop(ctx context.Context) {
-	defer m.wg.Done()
-	var tick <-chan time.Time
-	if !m.cfg.Fsync {
-		t := time.NewTicker(m.cfg.FlushInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	snap := time.NewTicker(time.Minute)
-	defer snap.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return // Close flushes and syncs every partition
-		case <-m.syncKick:
-		case <-tick:
-		case <-snap.C:
-			for _, p := range m.All() {
-				p.snapshotProducers(false)
-			}
-			continue
-		}
-		m.syncRound()
-	}
-}
-
-// takeDirty returns the partitions appended to since the last call.
-func (m *Manager) takeDirty() []*Partition {
-	m.dirtyMu.Lock()
-	batch := m.dirty
-	m.dirty = nil
-	m.dirtyMu.Unlock()
-	// Clear the flag before writing so an append meanwhile queues the
-	// partition again.
-	for _, p := range batch {
-		p.dirty.Store(false)
-	}
-	return batch
-}
-
-// forEach runs fn on every partition, in parallel when there are several:
-// writes and fsyncs of different files proceed in parallel on the device.
-func (m *Manager) forEach(batch []*Partition, fn func(*Partition)) {
-	if len(batch) == 1 {
-		fn(batch[0])
-		return
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, p := range batch {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(p *Partition) {
-			defer wg.Done()
-			fn(p)
-			<-sem
-		}(p)
-	}
-	wg.Wait()
-}
-
-// syncRound fsyncs the partitions written since the last round (os mode:
-// appended to) and advances their high watermarks.
-func (m *Manager) syncRound() {
-	var batch []*Partition
-	if m.cfg.Fsync {
-		m.dirtyMu.Lock()
-		batch = m.written
-		m.written = nil
-		m.dirtyMu.Unlock()
-		for _, p := range batch {
-			p.toSync.Store(false)
-		}
-	} else {
-		batch = m.takeDirty()
-	}
-	if len(batch) == 0 {
-		return
-	}
-	m.Metrics.SyncRounds.Add(1)
-	m.forEach(batch, func(p *Partition) {
-		if p.closed.Load() {
-			return
-		}
-		start := time.Now()
-		gen := p.gen.Load()
-		if m.syncHook != nil {
-			m.syncHook(p)
-		}
-		off, err := p.log.Sync()
-		m.Metrics.Fsyncs.Add(1)
-		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))
-		if err != nil {
-			if errors.Is(err, blog.ErrClosed) {
-				return
-			}
-			p.fail(err)
-			return
-		}
-		p.advanceIfGen(off, gen)
-	})
 }
 
 // every runs fn each period until ctx ends; the background loops

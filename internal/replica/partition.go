@@ -41,8 +41,9 @@ var (
 // mutex, never held while taking another.
 //
 // With durability.mode=fsync, Append does not write: it assigns offsets and
-// stages the batch; the syncer writes everything staged since the last
-// round in a few large writes and then fsyncs (write-behind group commit).
+// stages the batch; the flusher writes everything staged since the last
+// round in a few large writes and the syncer then fsyncs (write-behind
+// group commit).
 // Nobody reads staged data: reads stop at the high watermark, which only
 // moves past data that is written and synced.
 type Partition struct {
@@ -88,7 +89,7 @@ type Partition struct {
 
 	cfg atomic.Pointer[TopicConfig]
 
-	flushBuf []byte // syncer only
+	flushBuf []byte // flusher only
 
 	wmu     sync.Mutex // guards waiters
 	waiters map[*Waiter]struct{}
@@ -246,8 +247,8 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 		}
 	}
 	if p.mgr.cfg.Fsync {
-		// Stage: the syncer writes and fsyncs it with everything else
-		// appended in this round.
+		// Stage: the flusher writes it, and the syncer fsyncs it, with
+		// everything else appended in this round.
 		base := p.nextOffset
 		p.nextOffset += int64(v.Records)
 		p.staged = append(p.staged, data)
@@ -287,148 +288,6 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 	p.nextOffset = ar.LogEndOffset
 	p.mgr.markDirty(p)
 	return res, nil
-}
-
-// maxFlushChunk bounds one write of staged batches.
-const maxFlushChunk = 4 << 20
-
-// flush writes the staged batches to the log, a few large writes instead
-// of one per produce request. It runs on the syncer, one round at a time,
-// so staged batches reach the log in order. On a failed write every staged
-// batch is dropped and its producers get an error; offsets and producer
-// state are rebuilt from the log.
-func (p *Partition) flush() error {
-	p.flushMu.Lock()
-	defer p.flushMu.Unlock()
-	p.appendMu.Lock()
-	staged, aborted := p.staged, p.stagedAborted
-	p.staged, p.stagedAborted = nil, nil
-	p.appendMu.Unlock()
-	if len(staged) == 0 {
-		return nil
-	}
-	if p.mgr.takenHook != nil {
-		p.mgr.takenHook(p)
-	}
-	defer p.notify() // followers long-poll for written data
-	epoch := p.leaderEpoch.Load()
-	// write appends b with the index entries of its ABORT markers.
-	write := func(b []byte) error {
-		res, err := p.log.AppendTxn(b, epoch, aborted)
-		for err == nil && len(aborted) > 0 && aborted[0].LastOffset <= res.LastOffset {
-			aborted = aborted[1:]
-		}
-		return err
-	}
-	limit := int(p.cfg.Load().Log.SegmentBytes)
-	if limit > maxFlushChunk || limit <= 0 {
-		limit = maxFlushChunk
-	}
-	buf := p.flushBuf[:0]
-	start := p.log.LogEndOffset()
-	var err error
-	for i, b := range staged {
-		if len(buf) > 0 && len(buf)+len(b) > limit {
-			if err = write(buf); err != nil {
-				break
-			}
-			buf = buf[:0]
-		}
-		if len(buf) == 0 && (len(b) >= limit || i == len(staged)-1) {
-			// Large or last alone: write it without copying.
-			if err = write(b); err != nil {
-				break
-			}
-			continue
-		}
-		buf = append(buf, b...)
-	}
-	if err == nil && len(buf) > 0 {
-		err = write(buf)
-	}
-	if cap(buf) <= 2*maxFlushChunk {
-		p.flushBuf = buf[:0]
-	}
-	if err != nil {
-		// Take back what this round wrote, so no record whose producer is
-		// told "failed" stays in the log; but never below the high
-		// watermark, which a concurrent fsync may have moved over part of
-		// it (consumers may have read those; their producers get an error
-		// and an idempotent retry is a duplicate). Bumping the generation
-		// first stops an fsync in flight from advancing past the cut.
-		p.genMu.Lock()
-		p.gen.Add(1)
-		hw := p.hw.Load()
-		p.genMu.Unlock()
-		if terr := p.log.Truncate(max(start, hw)); terr != nil {
-			p.fail(fmt.Errorf("undoing a failed write: %w", terr))
-		}
-		p.dropStaged(err)
-	}
-	return err
-}
-
-// dropStaged forgets staged batches after a failed write.
-func (p *Partition) dropStaged(cause error) {
-	p.appendMu.Lock()
-	p.gen.Add(1)
-	p.staged, p.stagedAborted = nil, nil
-	p.nextOffset = p.log.LogEndOffset()
-	p.reloadProducers()
-	p.appendMu.Unlock()
-	if errors.Is(cause, blog.ErrDiskFull) {
-		p.logg.Error("write refused: disk full; unacknowledged records dropped, writes resume when space returns",
-			"topic", p.Topic, "partition", p.Index, "err", cause)
-	} else {
-		p.logg.Error("write failed; unacknowledged records dropped", "topic", p.Topic, "partition", p.Index, "err", cause)
-	}
-	p.notify()
-}
-
-// advanceIfGen advances the high watermark after an fsync that started
-// at staging generation gen, unless the generation changed since (a
-// failed write dropped batches, a follower cut its log, a leader was
-// demoted): then the log may have been truncated below off. The partition
-// is then queued for another round, which fsyncs the log as it is now:
-// nothing else may come to sync what the log holds (a follower appends
-// again only once that is durable, see waitSynced).
-func (p *Partition) advanceIfGen(off int64, gen uint64) {
-	p.genMu.Lock()
-	same := p.gen.Load() == gen
-	if same {
-		p.advance(off)
-	}
-	p.genMu.Unlock()
-	if !same {
-		p.mgr.markDirty(p)
-	}
-}
-
-// advance is called after an fsync up to off (os mode: after a write).
-// The high watermark follows: on a leader up to the in-sync followers'
-// progress, on a follower up to the leader's high watermark.
-func (p *Partition) advance(off int64) {
-	moved := off > p.synced.Load()
-	if moved {
-		p.synced.Store(off)
-	}
-	if p.leading.Load() {
-		p.updateHW()
-	} else {
-		p.followerHW()
-	}
-	if moved {
-		p.notify() // acks=1 waits for synced (a moved high watermark notified already)
-	}
-}
-
-// fail marks the partition as unable to take writes after an fsync error:
-// the OS may have dropped the dirty pages, so nothing past the last good
-// sync can be promised.
-func (p *Partition) fail(err error) {
-	p.failed.Store(&err)
-	p.logg.Error("fsync failed: partition refuses writes until restart", "topic", p.Topic, "partition", p.Index, "err", err)
-	p.notify()
 }
 
 // WaitDurable blocks until a write ending at off may be acknowledged, the
@@ -633,7 +492,7 @@ func (p *Partition) DeleteRecordsBefore(off int64) (int64, error) {
 // log end for batches the log may never get (a crash, a failed write, a
 // follower's truncation). The periodic snapshot (force unset) skips a
 // partition whose write round is in progress rather than hold up the
-// syncer; the next one takes it.
+// flusher; the next one takes it.
 func (p *Partition) snapshotProducers(force bool) {
 	if force {
 		p.flushMu.Lock()
@@ -706,7 +565,7 @@ func (p *Partition) loadProducers() error {
 		p.producers.legacyAborted = nil
 		p.prodDirty = true // rewrite the snapshot without them
 	}
-	err = p.log.ScanBatches(from, func(bh blog.BatchHeader) error {
+	err = p.log.ScanBatches(from, func(bh batch.Header) error {
 		if bh.ProducerID < 0 {
 			return nil
 		}

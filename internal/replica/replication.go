@@ -208,6 +208,12 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 	r.replicas = slices.Clone(mp.Replicas)
 	r.isr = slices.Clone(mp.ISR)
 	if r.partEpoch != mp.PartitionEpoch || newTerm {
+		if r.pending != nil && sameMembers(r.pending, mp.ISR) {
+			// Committed: the backoff ends here, not when the answer
+			// reaches alterDone, which ignores it once a newer
+			// proposal has started.
+			r.alterBackoff = 0
+		}
 		r.pending = nil // the proposal was decided (or overtaken)
 	}
 	r.partEpoch = mp.PartitionEpoch
@@ -429,4 +435,15 @@ func (p *Partition) ReadReplica(id int32, offset int64, maxBytes int32, alloc fu
 	}
 	r.Records = data
 	return r, nil
+}
+
+// sameMembers reports whether a and b hold the same broker ids.
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

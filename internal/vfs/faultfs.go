@@ -2,14 +2,16 @@ package vfs
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 )
 
 // FaultFS wraps an FS and injects faults: writes that run out of space
-// partway (like a full disk: the bytes that fit are written, then ENOSPC)
-// and failing fsyncs of files or directories. It can also record the
+// partway (like a full disk: the bytes that fit are written, then ENOSPC),
+// failing fsyncs of files or directories, and any operation on chosen files
+// failing (Inject: the nth write to one file, say). It can also record the
 // operations done through it, in order. Tests use it to prove that a failed
 // write leaves no partial batch, that a failed fsync loses no acknowledged
 // record, and that a file is fsynced before it is renamed into place. Safe
@@ -26,6 +28,71 @@ type FaultFS struct {
 	written     int64
 	recording   bool
 	ops         []string
+	faults      []*armedFault
+}
+
+// Fault makes chosen operations through a FaultFS fail; see Inject.
+type Fault struct {
+	// Op is the operation, named as in Ops: "open", "write", "sync",
+	// "close", "remove", "rename" or "syncdir".
+	Op string
+	// Match picks the files (the directory of a syncdir; either name of a
+	// rename); nil picks every one.
+	Match func(name string) bool
+	// After lets this many picked operations succeed before the first
+	// failure.
+	After int
+	// Times is how many picked operations fail, after which they succeed
+	// again; 0 fails every one.
+	Times int
+	// Err is what a failed operation returns; nil is EIO.
+	Err error
+}
+
+type armedFault struct {
+	Fault
+	seen, failed int
+}
+
+// Inject arms fault until ClearFaults. A failed write writes nothing; a
+// failed close still closes the file; the other operations fail without
+// reaching the wrapped FS. Faults armed together are checked in the order
+// they were armed, and the first that fails an operation counts it.
+func (f *FaultFS) Inject(fault Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fault.Err == nil {
+		fault.Err = syscall.EIO
+	}
+	f.faults = append(f.faults, &armedFault{Fault: fault})
+}
+
+// ClearFaults disarms every fault armed with Inject.
+func (f *FaultFS) ClearFaults() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = nil
+}
+
+// injected returns the error an armed fault gives operation op on names,
+// or nil.
+func (f *FaultFS) injected(op string, names ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ft := range f.faults {
+		if ft.Op != op || ft.Times > 0 && ft.failed >= ft.Times {
+			continue
+		}
+		if ft.Match != nil && !slices.ContainsFunc(names, ft.Match) {
+			continue
+		}
+		if ft.seen++; ft.seen <= ft.After {
+			continue
+		}
+		ft.failed++
+		return ft.Err
+	}
+	return nil
 }
 
 // NewFaultFS wraps fs (nil: the OS filesystem) with no faults armed.
@@ -135,6 +202,9 @@ func (f *FaultFS) syncErrors() (file, dir error) {
 
 func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f.record("open", name)
+	if err := f.injected("open", name); err != nil {
+		return nil, err
+	}
 	file, err := f.fs.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -144,11 +214,17 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 
 func (f *FaultFS) Remove(name string) error {
 	f.record("remove", name)
+	if err := f.injected("remove", name); err != nil {
+		return err
+	}
 	return f.fs.Remove(name)
 }
 
 func (f *FaultFS) Rename(oldname, newname string) error {
 	f.record("rename", oldname, newname)
+	if err := f.injected("rename", oldname, newname); err != nil {
+		return err
+	}
 	return f.fs.Rename(oldname, newname)
 }
 
@@ -159,6 +235,9 @@ func (f *FaultFS) ReadDir(dir string) ([]string, error)        { return f.fs.Rea
 func (f *FaultFS) SyncDir(dir string) error {
 	f.record("syncdir", dir)
 	if _, err := f.syncErrors(); err != nil {
+		return err
+	}
+	if err := f.injected("syncdir", dir); err != nil {
 		return err
 	}
 	return f.fs.SyncDir(dir)
@@ -172,6 +251,9 @@ type faultFile struct {
 
 func (ff *faultFile) Write(b []byte) (int, error) {
 	ff.fs.record("write", ff.name)
+	if err := ff.fs.injected("write", ff.name); err != nil {
+		return 0, err
+	}
 	n, ferr := ff.fs.allow(len(b))
 	m, err := ff.File.Write(b[:n])
 	if err == nil {
@@ -182,6 +264,9 @@ func (ff *faultFile) Write(b []byte) (int, error) {
 
 func (ff *faultFile) WriteAt(b []byte, off int64) (int, error) {
 	ff.fs.record("write", ff.name)
+	if err := ff.fs.injected("write", ff.name); err != nil {
+		return 0, err
+	}
 	n, ferr := ff.fs.allow(len(b))
 	m, err := ff.File.WriteAt(b[:n], off)
 	if err == nil {
@@ -201,10 +286,17 @@ func (ff *faultFile) Sync() error {
 	if err, _ := ff.fs.syncErrors(); err != nil {
 		return err
 	}
+	if err := ff.fs.injected("sync", ff.name); err != nil {
+		return err
+	}
 	return ff.File.Sync()
 }
 
 func (ff *faultFile) Close() error {
 	ff.fs.record("close", ff.name)
-	return ff.File.Close()
+	err := ff.File.Close()
+	if ierr := ff.fs.injected("close", ff.name); ierr != nil {
+		return ierr
+	}
+	return err
 }

@@ -1,7 +1,7 @@
 // Package vfs is the filesystem interface Berth's storage does its I/O
 // through, so tests can inject faults: the operating system's (OS), an
-// error-injecting wrapper (FaultFS), and WriteFileAtomic, the one way a file
-// is replaced by renaming a new one over it.
+// error-injecting wrapper (FaultFS), ReadFile, and WriteFileAtomic, the one
+// way a file is replaced by renaming a new one over it.
 package vfs
 
 import (
@@ -84,4 +84,25 @@ func (osFS) SyncDir(dir string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// ReadFile reads the whole of a small file (a checkpoint, a snapshot, the
+// metadata WAL) through fs; an error matching os.ErrNotExist if it is
+// missing.
+func ReadFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !(err == io.EOF && n == len(b)) {
+		return nil, err
+	}
+	return b[:n], nil
 }

@@ -1,0 +1,73 @@
+package vfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// An injected fault picks its files and its turn: here the second write to
+// one file fails (writing nothing), the other file's writes and the later
+// writes to the first work.
+func TestFaultFSInjectNthWriteToOneFile(t *testing.T) {
+	dir := t.TempDir()
+	ffs := NewFaultFS(nil)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	ffs.Inject(Fault{Op: "write", Match: func(n string) bool { return n == a }, After: 1, Times: 1, Err: errInjected})
+	fa, err := ffs.OpenFile(a, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	fb, err := ffs.OpenFile(b, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	for i, w := range []struct {
+		f    File
+		want error
+	}{{fa, nil}, {fb, nil}, {fa, errInjected}, {fb, nil}, {fa, nil}} {
+		n, err := w.f.Write([]byte("x"))
+		if !errors.Is(err, w.want) || (err == nil) != (n == 1) {
+			t.Fatalf("write %d: %d, %v; want %v", i, n, err, w.want)
+		}
+	}
+	if got := contents(t, a); got != "xx" {
+		t.Fatalf("%s holds %q, want the two writes that worked", a, got)
+	}
+}
+
+// Every operation can be failed; the default error is EIO, and
+// ClearFaults heals.
+func TestFaultFSInjectEveryOperation(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	ffs := NewFaultFS(nil)
+	if err := WriteFileAtomic(ffs, name, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"open", "write", "sync", "close", "rename", "syncdir"} {
+		ffs.Inject(Fault{Op: op})
+		if err := WriteFileAtomic(ffs, name, []byte("v2")); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("%s fault: %v, want EIO", op, err)
+		}
+		ffs.ClearFaults()
+		if got := contents(t, name); op != "syncdir" && got != "v1" {
+			t.Fatalf("%s fault: contents %q, want the old ones", op, got)
+		}
+		if err := WriteFileAtomic(ffs, name, []byte("v1")); err != nil {
+			t.Fatalf("after ClearFaults: %v", err)
+		}
+	}
+	ffs.Inject(Fault{Op: "remove", Match: func(n string) bool { return strings.HasSuffix(n, "/f") }, Err: errInjected})
+	if err := ffs.Remove(name); !errors.Is(err, errInjected) {
+		t.Fatalf("remove fault: %v", err)
+	}
+	if got := contents(t, name); got != "v1" {
+		t.Fatalf("a failed remove removed the file (%q)", got)
+	}
+}
