@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -75,7 +76,7 @@ func TestTopicLifecycle(t *testing.T) {
 	if _, err := adm.DeleteTopics(ctx, "life"); err != nil {
 		t.Fatal(err)
 	}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		td, err := adm.ListTopics(ctx, "life")
 		if err != nil {
 			return err
@@ -248,7 +249,7 @@ func TestRetentionDeletesOldSegments(t *testing.T) {
 		produceSync(t, cl, &kgo.Record{Value: make([]byte, 200), Timestamp: old})
 	}
 	produceSync(t, cl, &kgo.Record{Value: []byte("fresh")})
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		starts, err := adm.ListStartOffsets(ctx, "ret")
 		if err != nil {
 			return err

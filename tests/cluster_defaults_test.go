@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -56,7 +57,7 @@ func durabilityOf(ctx context.Context, adm *kadm.Client, topic string) (int, str
 // answers (a node's metadata may lag the log for a moment).
 func wantDurability(t *testing.T, adm *kadm.Client, topic string, rf int, minISR string, src kmsg.ConfigSource) {
 	t.Helper()
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		gotRF, gotMin, gotSrc, err := durabilityOf(ctx, adm, topic)

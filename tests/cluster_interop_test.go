@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -67,7 +68,7 @@ func TestClusterStockClients(t *testing.T) {
 	// offsets are committed in the replicated __consumer_offsets. A
 	// follower that fell behind for replica.lag.time.max.ms (2 s here) on
 	// a busy machine is out of the ISR until it catches up: wait for that.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		md, err := adm.Metadata(ctxT(t, 10*time.Second), "kc", "py", "__consumer_offsets")
 		if err != nil {
 			return err

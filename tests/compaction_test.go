@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -41,7 +42,7 @@ func TestCompactionKeepsLatestPerKey(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		produceSync(t, cl, &kgo.Record{Key: []byte("filler"), Value: make([]byte, 200)})
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		recs := consumeAll(t, n.Addr(), "state")
 		perKey := map[string]int{}
 		for _, r := range recs {

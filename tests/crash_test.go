@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -69,7 +70,7 @@ func TestKillDuringAcksAllLosesNoAckedRecord(t *testing.T) {
 			}
 		}(w)
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(acked) < 2000 {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -65,7 +66,7 @@ func TestProduceRefusedWhileDiskLow(t *testing.T) {
 	lt := &logTB{TB: t}
 	minFree := freeBytes(t, dir) + 1<<30
 	n := tc.StartIn(lt, dir, tc.With("log.dir.min.free.bytes", strconv.FormatInt(minFree, 10)))
-	tc.Eventually(t, 10*time.Second, func() error { return lt.logged("log directory nearly full") })
+	poll.Until(t, 10*time.Second, func() error { return lt.logged("log directory nearly full") })
 
 	tc.CreateTopic(t, n.Addr(), "full", 1, nil)
 	// KAFKA_STORAGE_ERROR is retriable: kgo refreshes metadata before

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berthmq/berth/internal/cli"
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/share"
 	tc "github.com/berthmq/berth/internal/testcluster"
 	"github.com/berthmq/berth/pkg/berthmsg"
@@ -411,7 +412,7 @@ func TestDLQCLIRedriveResumes(t *testing.T) {
 	// Interrupt once some, not all, have moved: at 5 a second the 40
 	// jobs take 8 s, so the interruption lands well before the end even
 	// when this goroutine is slow to see the first 5 arrive.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		ends, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), "jobs")
 		if err != nil {
 			return err
@@ -565,7 +566,7 @@ func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
 	rejectAll := func(want int64) []*kgo.Record {
 		t.Helper()
 		var got []*kgo.Record
-		tc.Eventually(t, 60*time.Second, func() error {
+		poll.Until(t, 60*time.Second, func() error {
 			recs := pollFor(t, worker, 500*time.Millisecond)
 			for _, r := range recs {
 				r.Ack(kgo.AckReject)
@@ -604,7 +605,7 @@ func TestDLQCLIRedriveFromShareGroup(t *testing.T) {
 		t.Errorf("dlq list: %+v", list)
 	}
 	var q queueJSON
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		berthJSON(t, &q, "queue", "describe", "packers", "-b", addr)
 		// Archived is at least 1, not n: internal/share counts a rejected
 		// run of consecutive records once (SharePartition.archive is

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -85,7 +86,7 @@ func stableWith(g kadm.DescribedConsumerGroup, topic string, want ...int) error 
 // of every partition of topic.
 func committedToEnd(t *testing.T, adm *kadm.Client, group, topic string) {
 	t.Helper()
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		ctx := ctxT(t, 10*time.Second)
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		if err != nil {
@@ -126,7 +127,7 @@ func TestConsumerGroup848SharesAndTakesOver(t *testing.T) {
 	}
 	waitSeen := func(prefix string, n int) {
 		t.Helper()
-		tc.Eventually(t, 60*time.Second, func() error {
+		poll.Until(t, 60*time.Second, func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			for i := 0; i < n; i++ {
@@ -148,7 +149,7 @@ func TestConsumerGroup848SharesAndTakesOver(t *testing.T) {
 	}()
 
 	adm := tc.Admin(t, n.Addr())
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
 		if err != nil {
 			return err
@@ -179,7 +180,7 @@ func TestConsumerGroup848SharesAndTakesOver(t *testing.T) {
 	committedToEnd(t, adm, group, topic)
 	b.Close()
 	bClosed = true
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
 		if err != nil {
 			return err
@@ -232,7 +233,7 @@ func TestConsumerGroup848RangeCopartitions(t *testing.T) {
 	}()
 
 	adm := tc.Admin(t, n.Addr())
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
 		if err != nil {
 			return err
@@ -268,7 +269,7 @@ func TestConsumerGroup848StaticMemberRejoins(t *testing.T) {
 	}
 	pollCtx, stopPolling := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	poll := func(cl *kgo.Client) {
+	pollOnce := func(cl *kgo.Client) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -281,12 +282,12 @@ func TestConsumerGroup848StaticMemberRejoins(t *testing.T) {
 		wg.Wait()
 	}()
 	c0, c1 := newStatic("i0"), newStatic("i1")
-	poll(c0)
-	poll(c1)
+	pollOnce(c0)
+	pollOnce(c1)
 
 	adm := tc.Admin(t, n.Addr())
 	var before kadm.DescribedConsumerGroup
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		var err error
 		if before, err = describe848(ctxT(t, 10*time.Second), adm, group); err != nil {
 			return err
@@ -294,7 +295,7 @@ func TestConsumerGroup848StaticMemberRejoins(t *testing.T) {
 		return stableWith(before, topic, 2, 2)
 	})
 	c1.Close()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
 		if err != nil {
 			return err
@@ -307,8 +308,8 @@ func TestConsumerGroup848StaticMemberRejoins(t *testing.T) {
 		}
 		return nil
 	})
-	poll(newStatic("i1"))
-	tc.Eventually(t, 30*time.Second, func() error {
+	pollOnce(newStatic("i1"))
+	poll.Until(t, 30*time.Second, func() error {
 		g, err := describe848(ctxT(t, 10*time.Second), adm, group)
 		if err != nil {
 			return err

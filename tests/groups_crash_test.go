@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -152,7 +153,7 @@ func TestMemberKilledLosesPartitions(t *testing.T) {
 	produceN(t, n.Addr(), "work", 200)
 	a := startMember(t, n.Addr())
 	b := startMember(t, n.Addr())
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		la, lb := a.lastAssignment(), b.lastAssignment()
 		if la == "" || lb == "" || la == "[]" || lb == "[]" {
 			return fmt.Errorf("assignments a=%q b=%q", la, lb)
@@ -166,7 +167,7 @@ func TestMemberKilledLosesPartitions(t *testing.T) {
 	a.kill()
 	killedAt := time.Now()
 	produceN(t, n.Addr(), "work", 200)
-	tc.Eventually(t, 40*time.Second, func() error {
+	poll.Until(t, 40*time.Second, func() error {
 		if got := b.lastAssignment(); strings.Count(got, " ")+1 != 4 {
 			return fmt.Errorf("survivor has %q", got)
 		}
@@ -190,7 +191,7 @@ func TestMemberKilledLosesPartitions(t *testing.T) {
 			}
 		}
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		seen := b.records()
 		for k := range a.records() {
 			seen[k] = true

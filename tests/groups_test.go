@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -108,7 +109,7 @@ func TestGroupsShareWithinAndFanOutAcross(t *testing.T) {
 			g.Close()
 		}
 	}()
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(perGroup["email"]) < 600 || len(perGroup["fraud"]) < 600 {
@@ -128,7 +129,7 @@ func TestGroupsShareWithinAndFanOutAcross(t *testing.T) {
 	_ = members
 	// The three members share the six partitions: each owns some, none twice.
 	adm := tc.Admin(t, n.Addr())
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		dg, err := adm.DescribeGroups(ctxT(t, 10*time.Second), "email")
 		if err != nil {
 			return err
@@ -183,7 +184,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 	n = tc.StartIn(t, dir)
 	adm = tc.Admin(t, n.Addr())
 	var fetched kadm.OffsetResponses
-	tc.Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		var err error
 		fetched, err = adm.FetchOffsets(ctx, "g1")
 		if err == nil {
@@ -201,7 +202,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		got = append(got, r.Offset)
 		mu.Unlock()
 	}, 0)
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) < 60 {
@@ -226,7 +227,7 @@ func TestZombieCommitRejected(t *testing.T) {
 	count := 0
 	gc := startGroupConsumer(t, n.Addr(), "zg", "z", func(int, *kgo.Record) { mu.Lock(); count++; mu.Unlock() }, 0)
 	defer gc.Close()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if count < 10 {
@@ -338,7 +339,7 @@ func TestStaticMemberRestartsWithoutRebalance(t *testing.T) {
 	// (the first takes a partition from a, the second gives it to b), so
 	// the assignment, not the state, tells that the rebalancing is over.
 	rebalances := func() float64 {
-		tc.Eventually(t, 30*time.Second, func() error {
+		poll.Until(t, 30*time.Second, func() error {
 			dg, err := adm.DescribeGroups(ctxT(t, 10*time.Second), "statics")
 			if err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/share"
 	tc "github.com/berthmq/berth/internal/testcluster"
 	"github.com/berthmq/berth/pkg/berthmsg"
@@ -87,7 +88,7 @@ func TestQueueDepthMatchesShareConsumer(t *testing.T) {
 	}
 	produceSync(t, prod, jobs...)
 	var held []int64
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, a := range worker.fetch(ctx, 500*time.Millisecond) {
 			for o := a.FirstOffset; o <= a.LastOffset; o++ {
 				held = append(held, o)
@@ -104,7 +105,7 @@ func TestQueueDepthMatchesShareConsumer(t *testing.T) {
 
 	check := func(what string, avail, inflight, delayed, archived int64) {
 		t.Helper()
-		tc.Eventually(t, 30*time.Second, func() error {
+		poll.Until(t, 30*time.Second, func() error {
 			q := describe()
 			if len(q.Partitions) != 1 {
 				return fmt.Errorf("%s: partitions %+v", what, q.Partitions)
@@ -165,7 +166,7 @@ func TestQueueDepthMatchesShareConsumer(t *testing.T) {
 	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
 		t.Fatalf("setting the group's DLQ topic: %v", err)
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if q := describe(); q.DLQTopic != "dlq.workers" || q.DLQDepth != 2 {
 			return fmt.Errorf("DLQ %q depth %d, want dlq.workers and 2", q.DLQTopic, q.DLQDepth)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -34,7 +35,7 @@ func TestShareClusterCompetingWorkersThroughFailover(t *testing.T) {
 	prod := tc.Client(t, seeds[0], opts...)
 	// Every share-partition starts at the log start, whenever a consumer
 	// first fetches it.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		return alterGroupConfigs(t, prod, "workers", "share.auto.offset.reset", "earliest")
 	})
 
@@ -88,14 +89,14 @@ func TestShareClusterCompetingWorkersThroughFailover(t *testing.T) {
 		}
 		perr <- nil
 	}()
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		if n := done(); n < jobs/4 {
 			return fmt.Errorf("%d jobs done", n)
 		}
 		return nil
 	})
 	var leader int32 = -1
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		ts, err := adm.ListTopics(ctx, "jobs")
 		if err != nil {
 			return err
@@ -111,7 +112,7 @@ func TestShareClusterCompetingWorkersThroughFailover(t *testing.T) {
 	if err := <-perr; err != nil {
 		t.Fatalf("producing: %v", err)
 	}
-	tc.Eventually(t, 90*time.Second, func() error {
+	poll.Until(t, 90*time.Second, func() error {
 		if n := done(); n < jobs {
 			return fmt.Errorf("%d of %d jobs done", n, jobs)
 		}

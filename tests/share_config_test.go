@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -233,7 +234,7 @@ func TestShareConfigAutoOffsetResetEarliest(t *testing.T) {
 	}
 	cl := shareConsumer(t, n.Addr(), "catch-up", "backlog")
 	got := map[string]bool{}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 			got[string(r.Value)] = true
 			r.Ack(kgo.AckAccept)
@@ -261,7 +262,7 @@ func TestShareConfigRetryBackoffHonoured(t *testing.T) {
 	cl := shareConsumer(t, n.Addr(), "backoff", "slow")
 
 	var first *kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 			if string(r.Value) == "job" {
 				first = r
@@ -315,7 +316,7 @@ func TestShareConfigDeletedWithGroup(t *testing.T) {
 	cl.Close() // leaves the group: it is empty and can be deleted
 
 	adm := tc.Admin(t, n.Addr())
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		resp, err := adm.DeleteGroups(ctxT(t, 10*time.Second), "temp")
 		if err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -38,7 +39,7 @@ func consumeShareAll(t *testing.T, cl *kgo.Client, want map[int32][]int64) {
 			left[[2]int64{int64(p), o}] = true
 		}
 	}
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		for _, r := range pollFor(t, cl, time.Second) {
 			k := [2]int64{int64(r.Partition), r.Offset}
 			if _, ok := left[k]; !ok {
@@ -68,7 +69,7 @@ func offsets(from, to int64) []int64 {
 // deleteGroup deletes group, retrying while its last member leaves.
 func deleteGroup(t *testing.T, adm *kadm.Client, group string) {
 	t.Helper()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		rs, err := adm.DeleteGroups(ctxT(t, 10*time.Second), group)
 		if err != nil {
 			return err
@@ -82,7 +83,7 @@ func alterShareStart(t *testing.T, adm *kadm.Client, group, topic string, p int3
 	t.Helper()
 	to := kadm.Offsets{}
 	to.Add(kadm.Offset{Topic: topic, Partition: p, At: at})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		rs, err := adm.AlterShareGroupOffsets(ctxT(t, 10*time.Second), group, to)
 		if err != nil {
 			return err
@@ -121,7 +122,7 @@ func TestShareGroupDeleteForgetsState(t *testing.T) {
 	alterShareStart(t, adm, "g", "jobs", 0, 4)
 	check := func(cl *kgo.Client) {
 		t.Helper()
-		tc.Eventually(t, 30*time.Second, func() error {
+		poll.Until(t, 30*time.Second, func() error {
 			got, err := describeShareOffsets(t, cl, "g", "jobs", 0, 1)
 			if err != nil {
 				return err
@@ -163,7 +164,7 @@ func TestShareGroupDeleteForgetsState(t *testing.T) {
 	if _, err := adm.DeleteTopics(ctxT(t, 10*time.Second), "jobs"); err != nil {
 		t.Fatal(err)
 	}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if s := shareSeries(t, n.HTTPAddr(), "g"); len(s) > 0 {
 			return fmt.Errorf("share-partitions of the deleted topic still held: %v", s)
 		}
@@ -214,7 +215,7 @@ func TestShareGroupDeleteForgetsStateThreeNodes(t *testing.T) {
 		all[p] = offsets(0, 3)
 	}
 	leaders := map[int32]int32{}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		td, err := adm.ListTopics(ctx, "jobs")
 		if err != nil {
 			return err
@@ -255,7 +256,7 @@ func TestShareGroupDeleteForgetsStateThreeNodes(t *testing.T) {
 			if p == 0 {
 				want = 1
 			}
-			tc.Eventually(t, 30*time.Second, func() error {
+			poll.Until(t, 30*time.Second, func() error {
 				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 				rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 				rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()

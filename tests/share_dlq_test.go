@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -45,7 +46,7 @@ func dlqTopicConfigs() map[string]*string {
 func receiveJob(t *testing.T, cl *kgo.Client, v string) *kgo.Record {
 	t.Helper()
 	var got *kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 			if string(r.Value) == v {
 				got = r
@@ -67,7 +68,7 @@ func receiveJob(t *testing.T, cl *kgo.Client, v string) *kgo.Record {
 func receiveOnly(t *testing.T, cl *kgo.Client, v string) *kgo.Record {
 	t.Helper()
 	var got *kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 			if string(r.Value) != v {
 				t.Fatalf("record %q (offset %d, delivery %d) delivered while waiting for %q", r.Value, r.Offset, r.DeliveryCount(), v)
@@ -230,7 +231,7 @@ func TestShareDLQRecordStampedWhenParked(t *testing.T) {
 		}
 	}
 	var d *kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		recs := consumeN(t, n.Addr(), "dlq.renewals", 2)
 		d = recs[len(recs)-1]
 		if string(d.Value) != "renew" {
@@ -262,7 +263,7 @@ func TestShareDLQRecordStampedWhenParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var start int64
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		starts, err := adm.ListStartOffsets(ctxT(t, 10*time.Second), "dlq.renewals")
 		if err != nil {
 			return err
@@ -372,7 +373,7 @@ func TestShareDLQAutoCreateWithoutCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		topics, err := adm.ListTopics(ctxT(t, 10*time.Second), "dlq.uploads")
 		if err != nil {
 			return err
@@ -426,7 +427,7 @@ func TestShareDLQThreeNodesOtherLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	var leader int32 = -1
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		ps, err := adm.ListTopics(ctx, "jobs")
 		if err != nil {
 			return err

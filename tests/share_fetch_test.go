@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -94,7 +95,7 @@ func produceOneBatch(t *testing.T, seeds []string, recs ...*kgo.Record) {
 func warmShare(t *testing.T, prod, cl *kgo.Client, topic string) {
 	t.Helper()
 	produced, received := 0, 0 // warm-up numbers: the last produced, the highest received
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		if received == 0 {
 			produced++
 			produceSync(t, prod, &kgo.Record{Topic: topic, Key: []byte("warm"), Value: []byte(strconv.Itoa(produced))})
@@ -200,7 +201,7 @@ func TestShareFetchReleaseBackoffAndDeliveryLimit(t *testing.T) {
 	receive := func(vs ...string) map[string]*kgo.Record {
 		t.Helper()
 		var got map[string]*kgo.Record
-		tc.Eventually(t, 30*time.Second, func() error {
+		poll.Until(t, 30*time.Second, func() error {
 			got = map[string]*kgo.Record{}
 			for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 				got[string(r.Value)] = r
@@ -283,7 +284,7 @@ func TestShareFetchLockExpiryRedelivers(t *testing.T) {
 	produceOneBatch(t, []string{n.Addr()}, &kgo.Record{Topic: "locks", Key: []byte("job"), Value: []byte("1")},
 		&kgo.Record{Topic: "locks", Key: []byte("job"), Value: []byte("2")})
 	held := map[string]bool{}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, hung, 500*time.Millisecond) {
 			held[string(r.Value)] = true
 		}
@@ -300,7 +301,7 @@ func TestShareFetchLockExpiryRedelivers(t *testing.T) {
 	// the jobs once the locks expire.
 	other := shareConsumer(t, n.Addr(), "lockers", "locks")
 	got := map[string]int32{}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, other, 500*time.Millisecond) {
 			got[string(r.Value)] = r.DeliveryCount()
 			r.Ack(kgo.AckAccept)
@@ -331,7 +332,7 @@ func TestShareFetchClosedConsumerRecordsGoToOther(t *testing.T) {
 	}
 	warmShare(t, prod, first, "handoff")
 	produceSync(t, prod, &kgo.Record{Topic: "handoff", Key: []byte("job"), Value: []byte("1")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, first, 500*time.Millisecond) {
 			if string(r.Value) == "1" {
 				return nil
@@ -341,7 +342,7 @@ func TestShareFetchClosedConsumerRecordsGoToOther(t *testing.T) {
 	})
 	first.Close() // without acking: kgo releases what it holds
 	other := shareConsumer(t, n.Addr(), "handoff", "handoff")
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, other, 500*time.Millisecond) {
 			if string(r.Value) == "1" {
 				if r.DeliveryCount() != 2 {

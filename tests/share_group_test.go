@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -68,7 +69,7 @@ func TestShareGroupMembership(t *testing.T) {
 	// Both members join; the first join creates __consumer_offsets, so
 	// the coordinator may still be loading.
 	var a *kmsg.ShareGroupHeartbeatResponse
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		var err error
 		a, err = shareHeartbeat(ctx, cl, "workers", "member-a", 0, []string{"jobs"})
 		return err
@@ -185,7 +186,7 @@ func TestShareGroupSurvivesRestart(t *testing.T) {
 	tc.CreateTopic(t, n.Addr(), "jobs", 2, nil)
 	cl := tc.Client(t, n.Addr())
 	ctx := ctxT(t, 60*time.Second)
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		_, err := shareHeartbeat(ctx, cl, "workers", "member-a", 0, []string{"jobs"})
 		return err
 	})
@@ -206,7 +207,7 @@ func TestShareGroupSurvivesRestart(t *testing.T) {
 
 	n = tc.StartIn(t, dir)
 	cl = tc.Client(t, n.Addr())
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		r, err := shareHeartbeat(ctx, cl, "workers", "member-a", a.MemberEpoch, nil)
 		if err == nil && r.MemberEpoch != a.MemberEpoch {
 			err = fmt.Errorf("member-a moved to epoch %d", r.MemberEpoch)

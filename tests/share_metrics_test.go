@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -63,7 +64,7 @@ func TestShareMetrics(t *testing.T) {
 
 	// Take the five jobs and hold them: five in flight.
 	var held []*kgo.Record
-	tc.Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		if held = pollFor(t, cl, 500*time.Millisecond); len(held) == 0 {
 			return fmt.Errorf("no job acquired yet")
 		}
@@ -91,7 +92,7 @@ func TestShareMetrics(t *testing.T) {
 		t.Fatalf("archived as rejected: %v, want 1", got)
 	}
 	// The released job comes back after its backoff: one redelivery.
-	tc.Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		for _, r := range pollFor(t, cl, 500*time.Millisecond) {
 			r.Ack(kgo.AckAccept)
 			if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {

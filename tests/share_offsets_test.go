@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -43,7 +44,7 @@ func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
 
 	// Once the member has left, the group starts over at offset 3:
 	// records 3-9 and the (accepted, now forgotten) warm-up record.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		rs, err := adm.AlterShareGroupOffsets(ctx, "g", at)
 		if err != nil {
 			return err
@@ -52,7 +53,7 @@ func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
 	})
 	cl2 := shareConsumer(t, n.Addr(), "g", "jobs")
 	got := map[int64]bool{}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl2, time.Second) {
 			if r.Offset < 3 {
 				t.Fatalf("offset %d delivered after the start offset moved to 3", r.Offset)
@@ -71,7 +72,7 @@ func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
 
 	// Deleting the offsets forgets the state: the next consumer starts
 	// at share.auto.offset.reset (latest), past everything so far.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		rs, err := adm.DeleteShareGroupOffsets(ctx, "g", "jobs")
 		if err != nil {
 			return err
@@ -82,7 +83,7 @@ func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
 		t.Fatalf("deleting the offsets of an unknown topic: %v / %v, want UNKNOWN_TOPIC_OR_PARTITION", rs, err)
 	}
 	cl3 := shareConsumer(t, n.Addr(), "g", "jobs")
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("new")})
 		for _, r := range pollFor(t, cl3, time.Second) {
 			r.Ack(kgo.AckAccept)
@@ -182,7 +183,7 @@ func TestShareGroupOffsetsAlterCreatesGroup(t *testing.T) {
 	}
 	check := func(cl *kgo.Client) {
 		t.Helper()
-		tc.Eventually(t, 30*time.Second, func() error { // after a restart the coordinators load
+		poll.Until(t, 30*time.Second, func() error { // after a restart the coordinators load
 			ds, err := kadm.NewClient(cl).DescribeShareGroupOffsets(ctxT(t, 10*time.Second), "fresh")
 			if err != nil {
 				return err
@@ -213,7 +214,7 @@ func TestShareGroupOffsetsAlterCreatesGroup(t *testing.T) {
 	// (partition 1, with no state, at share.auto.offset.reset=latest).
 	cl := shareConsumer(t, n.Addr(), "fresh", "jobs")
 	got := map[string]bool{}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, time.Second) {
 			if r.Partition == 0 && r.Offset < 4 || r.Partition == 1 {
 				t.Fatalf("%s/%d@%d (%s) delivered; the group starts at jobs/0@4", r.Topic, r.Partition, r.Offset, r.Value)
@@ -231,7 +232,7 @@ func TestShareGroupOffsetsAlterCreatesGroup(t *testing.T) {
 	cl.Close()
 
 	// Empty again, the group can be deleted.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		rs, err := adm.DeleteGroups(ctxT(t, 10*time.Second), "fresh")
 		if err != nil {
 			return err
@@ -265,7 +266,7 @@ func TestShareGroupOffsetsDescribeAllThreeNodes(t *testing.T) {
 	for p := range int32(parts) {
 		at.Add(kadm.Offset{Topic: "jobs", Partition: p, At: int64(p)})
 	}
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		rs, err := adm.AlterShareGroupOffsets(ctx, "fresh", at)
 		if err != nil {
 			return err
@@ -273,7 +274,7 @@ func TestShareGroupOffsetsDescribeAllThreeNodes(t *testing.T) {
 		return rs.Error()
 	})
 	leaders := map[int32][]int32{}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		td, err := adm.ListTopics(ctx, "jobs")
 		if err != nil {
 			return err
@@ -289,7 +290,7 @@ func TestShareGroupOffsetsDescribeAllThreeNodes(t *testing.T) {
 	})
 	for _, id := range c.IDs() {
 		cl := c.Direct(t, id)
-		tc.Eventually(t, 30*time.Second, func() error {
+		poll.Until(t, 30*time.Second, func() error {
 			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 			rg.GroupID = "fresh"

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -33,7 +34,7 @@ type rawShareMember struct {
 
 func newRawShareMember(t *testing.T, ctx context.Context, addr, group, id, topic string, topicID [16]byte) *rawShareMember {
 	cl := tc.Client(t, addr)
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		_, err := shareHeartbeat(ctx, cl, group, id, 0, []string{topic})
 		return err
 	})
@@ -125,7 +126,7 @@ func TestShareStaleAckRefusedAndRenewKeepsJob(t *testing.T) {
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Value: []byte("job")})
 
 	var got []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if got = slow.fetch(ctx, 500*time.Millisecond); len(got) == 0 {
 			return fmt.Errorf("slow worker acquired nothing yet")
 		}
@@ -133,7 +134,7 @@ func TestShareStaleAckRefusedAndRenewKeepsJob(t *testing.T) {
 	})
 	job := got[0].FirstOffset
 	// The slow worker's 1 s lock runs out; the other worker takes the job.
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, a := range other.fetch(ctx, 500*time.Millisecond) {
 			if a.FirstOffset <= job && job <= a.LastOffset {
 				if a.DeliveryCount != 2 {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -31,7 +32,7 @@ func stateJobs(t *testing.T, seeds []string, cl *kgo.Client, topic string) (acqu
 	}
 	produceOneBatch(t, seeds, recs...)
 	var got []*kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		got = append(got, pollFor(t, cl, time.Second)...)
 		if len(got) == 0 {
 			return errors.New("no jobs yet")
@@ -67,7 +68,7 @@ func stateJobs(t *testing.T, seeds []string, cl *kgo.Client, topic string) (acqu
 func expectRedelivered(t *testing.T, prod, cl *kgo.Client, topic string) map[string]time.Time {
 	t.Helper()
 	at := map[string]time.Time{}
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		for _, r := range pollFor(t, cl, time.Second) {
 			v := string(r.Value)
 			switch {
@@ -90,7 +91,7 @@ func expectRedelivered(t *testing.T, prod, cl *kgo.Client, topic string) map[str
 		return nil
 	})
 	produceSync(t, prod, &kgo.Record{Topic: topic, Key: []byte("marker")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cl, time.Second) {
 			r.Ack(kgo.AckAccept)
 			if string(r.Key) == "marker" {
@@ -127,7 +128,7 @@ func TestShareStateSurvivesKill(t *testing.T) {
 	prod = tc.Client(t, p.Addr())
 	// Before any consumer comes back, the restarted broker describes the
 	// persisted state: jobs 3-5 are still to do.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 		req.Version = 1
 		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
@@ -172,7 +173,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	stateJobs(t, seeds, cl, "jobs")
 
 	var leader int32 = -1
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		ps, err := adm.ListTopics(ctx, "jobs")
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -51,7 +52,7 @@ func (c *shareCollector) poll(t *testing.T, d time.Duration) []string {
 // waitFor polls until every value in want has been received.
 func (c *shareCollector) waitFor(t *testing.T, want ...string) {
 	t.Helper()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		c.poll(t, 500*time.Millisecond)
 		for _, v := range want {
 			if c.got[v] == 0 {
@@ -101,7 +102,7 @@ func shareStart(t *testing.T, adm *kadm.Client, group, topic string) (int64, err
 // waitStart waits until group's start offset on topic-0 is at.
 func waitStart(t *testing.T, adm *kadm.Client, group, topic string, at func() int64) {
 	t.Helper()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		start, err := shareStart(t, adm, group, topic)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -117,7 +118,7 @@ func TestTxnStaleCoordinatorMarkerFencedAfterFailover(t *testing.T) {
 	pid, epoch := initPID(t, cl)
 	// Every produce names the topic by id: wait until it is known (a
 	// broker that has not applied the new topic answers without it).
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if leaders(); topicID == ([16]byte{}) {
 			return errors.New("topic txn not known yet")
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -190,7 +191,7 @@ func (s *eosStage) closeAll() {
 // had when called, so that the next change lands while it works.
 func (s *eosStage) progressed(t *testing.T, from int64) {
 	t.Helper()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if n := s.txns.Load(); n <= from {
 			return fmt.Errorf("%s: %d transactions committed, waiting for more", s.name, n)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -89,7 +90,7 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 	// Only the transaction no coordinator runs is hanging; the ongoing
 	// one is a candidate at 0s but its coordinator has the partition.
 	var got []hangingEntry
-	tc.Eventually(t, 10*time.Second, func() error { // idle for more than 0 ms
+	poll.Until(t, 10*time.Second, func() error { // idle for more than 0 ms
 		if got = findHangingJSON(t, addr, "--max-transaction-timeout", "0s"); len(got) != 1 {
 			return fmt.Errorf("find-hanging: %+v, want one transaction", got)
 		}
@@ -145,7 +146,7 @@ func TestTxnFindHangingAndAbort(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ab); err != nil || !ab.Aborted || ab.ProducerID != pid || ab.ProducerEpoch != epoch || ab.CoordinatorEpoch != 0 {
 		t.Fatalf("abort --json: %v %s", err, out)
 	}
-	tc.Eventually(t, 10*time.Second, func() error { // the commit's marker may still be on its way
+	poll.Until(t, 10*time.Second, func() error { // the commit's marker may still be on its way
 		if u, c := latest(t, cl, "hang", 0), latest(t, cl, "hang", 1); u != 5 || c != 5 {
 			return fmt.Errorf("after the abort: latest %d / %d, want 5 / 5", u, c)
 		}
@@ -274,7 +275,7 @@ func TestTxnFindHangingWithTransactionalID(t *testing.T) {
 	check := func(reason string) {
 		t.Helper()
 		var got []hangingEntry
-		tc.Eventually(t, 10*time.Second, func() error { // idle for more than 0 ms
+		poll.Until(t, 10*time.Second, func() error { // idle for more than 0 ms
 			if got = findHangingJSON(t, addr, "--max-transaction-timeout", "0s"); len(got) != 1 {
 				return fmt.Errorf("find-hanging: %+v, want one transaction", got)
 			}

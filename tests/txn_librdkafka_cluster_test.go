@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -190,7 +191,7 @@ func clusterAdmin(t *testing.T, c *tc.Cluster) *kadm.Client {
 func partitionLeader(t *testing.T, adm *kadm.Client, topic string, p int32) int32 {
 	t.Helper()
 	var leader int32
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		td, err := adm.ListTopics(ctxT(t, 10*time.Second), topic)
 		if err != nil {
 			return err
@@ -371,7 +372,7 @@ func checkCTP(t *testing.T, c *tc.Cluster) int {
 	must(t, "ListEndOffsets", err)
 	// The last transaction's offsets are committed once its marker
 	// reaches __consumer_offsets, after EndTxn answers.
-	tc.Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		offs, err := adm.FetchOffsets(ctxT(t, 10*time.Second), "ctp-group")
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -80,7 +81,7 @@ func TestTxnDescribeProducers(t *testing.T) {
 	// producer has no open transaction, and the coordinator epoch of the
 	// marker (its __transaction_state leader epoch, 0 on a fresh node).
 	must(t, "EndTransaction", tx.EndTransaction(ctxT(t, 30*time.Second), kgo.TryCommit))
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		p, err := describeProducer(t, adm, "dp", txPID)
 		if err == nil && (p.CurrentTxnStartOffset != -1 || p.ProducerEpoch != txEpoch || p.LastSequence != 1 || p.CoordinatorEpoch != 0) {
 			err = fmt.Errorf("after commit: %+v", p)
@@ -163,21 +164,21 @@ func TestTxnDescribeProducersAfterFailover(t *testing.T) {
 			return nil
 		}
 	}
-	tc.Eventually(t, 10*time.Second, check("open", 0))
-	tc.Eventually(t, 10*time.Second, lso(0))
+	poll.Until(t, 10*time.Second, check("open", 0))
+	poll.Until(t, 10*time.Second, lso(0))
 
 	old := partitionLeader(t, adm, "dpf", 0)
 	c.Kill(old)
-	tc.Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		if l := partitionLeader(t, adm, "dpf", 0); l == old {
 			return fmt.Errorf("node %d still leads dpf-0", l)
 		}
 		return nil
 	})
-	tc.Eventually(t, 20*time.Second, check("open, at the new leader", 0))
-	tc.Eventually(t, 10*time.Second, lso(0)) // not 3: the transaction is still open
+	poll.Until(t, 20*time.Second, check("open, at the new leader", 0))
+	poll.Until(t, 10*time.Second, lso(0)) // not 3: the transaction is still open
 
 	must(t, "EndTransaction", tx.EndTransaction(ctxT(t, 30*time.Second), kgo.TryCommit))
-	tc.Eventually(t, 20*time.Second, check("committed", -1))
-	tc.Eventually(t, 20*time.Second, lso(4)) // three records and the marker
+	poll.Until(t, 20*time.Second, check("committed", -1))
+	poll.Until(t, 20*time.Second, lso(4)) // three records and the marker
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -159,7 +160,7 @@ func TestTxnPartitionVerification(t *testing.T) {
 	// it (as in Kafka, which skips verification then). A real client
 	// bumps the epoch when it moves to V2 (KAFKA-18227); this test reuses
 	// it, so it waits for the marker.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if d := describeTxn(t, adm, "tx-v"); d.State != "CompleteAbort" {
 			return fmt.Errorf("transaction %s, want CompleteAbort", d.State)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 	"github.com/berthmq/berth/pkg/berthmsg"
 	"github.com/berthmq/berth/pkg/worker"
@@ -139,7 +140,7 @@ func TestWorkerEachJobOnce(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "jobs", Key: []byte("job-" + strconv.Itoa(i))})
 	}
 	produceSync(t, prod, recs...)
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if len(l.seen) < jobs {
@@ -150,7 +151,7 @@ func TestWorkerEachJobOnce(t *testing.T) {
 	// A sentinel produced after the jobs and run means the workers have
 	// polled past every job; none may have run twice.
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("end")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if len(l.resultsFor("end")) == 0 {
 			return errors.New("sentinel not run yet")
 		}
@@ -189,7 +190,7 @@ func TestWorkerErrorRedelivers(t *testing.T) {
 		return nil
 	})
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("flaky")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if res := l.resultsFor("flaky"); len(res) < 2 {
 			return fmt.Errorf("%d results", len(res))
 		}
@@ -230,14 +231,14 @@ func TestWorkerRenewKeepsLongJob(t *testing.T) {
 	// __share_group_state), so that the long job's renewals are all the
 	// test waits on.
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("first")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if len(l.resultsFor("first")) == 0 {
 			return errors.New("first job not done yet")
 		}
 		return nil
 	})
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("long")})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if len(l.resultsFor("long")) == 0 {
 			return errors.New("long job not done yet")
 		}
@@ -248,7 +249,7 @@ func TestWorkerRenewKeepsLongJob(t *testing.T) {
 	for i := range 20 {
 		produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("short-" + strconv.Itoa(i))})
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for i := range 20 {
 			if len(l.runs("short-"+strconv.Itoa(i))) == 0 {
 				return fmt.Errorf("short-%d not run yet", i)
@@ -275,7 +276,7 @@ func TestWorkerAnnotateRequest(t *testing.T) {
 	warmShare(t, prod, cons, "jobs")
 	produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte("job")})
 	var rec *kgo.Record
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, r := range pollFor(t, cons, time.Second) {
 			if string(r.Key) == "job" {
 				rec = r
@@ -357,7 +358,7 @@ func TestWorkerPermanentRejectsToDLQ(t *testing.T) {
 	if string(d.Key) != "bad" || string(d.Value) != "job" {
 		t.Errorf("DLQ record %q=%q", d.Key, d.Value)
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if len(l.resultsFor("after")) == 0 {
 			return errors.New("the next job is not done yet")
 		}
@@ -420,7 +421,7 @@ func TestWorkerShutdownReleases(t *testing.T) {
 	startWorker(t, n.Addr(), "workers", "jobs", "b", l, worker.Options{}, func(ctx context.Context, r *kgo.Record) error { return nil })
 	stopped := time.Now()
 	stopA()
-	tc.Eventually(t, 20*time.Second, func() error { // well inside the 30 s lock
+	poll.Until(t, 20*time.Second, func() error { // well inside the 30 s lock
 		if runs := l.runs("stuck"); len(runs) < 2 {
 			return fmt.Errorf("runs %v", runs)
 		}
@@ -434,7 +435,7 @@ func TestWorkerShutdownReleases(t *testing.T) {
 	if len(res) < 2 || res[0].Outcome != worker.Abandoned {
 		t.Fatalf("results %+v", res)
 	}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, r := range l.resultsFor("stuck") {
 			if r.Outcome == worker.Accepted && r.Record.DeliveryCount() == 2 {
 				return nil

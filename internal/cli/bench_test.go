@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
@@ -268,7 +270,7 @@ func TestPrintBenchConsume(t *testing.T) {
 func TestStartProgressPrintsAndStops(t *testing.T) {
 	var buf syncBuffer
 	stop := startProgress(&buf, time.Now(), func() (int64, int64, string) { return 10, 10 << 20, "p99 1.000 ms" })
-	eventually(t, 5*time.Second, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if !strings.Contains(buf.String(), "10 records, ") {
 			return errors.New("no progress line yet")
 		}

@@ -48,23 +48,6 @@ func integrationBootstrap(t *testing.T) string {
 	return testcluster.Start(t).Addr()
 }
 
-// eventually polls fn until it returns nil or timeout passes, then fails
-// the test with fn's last error.
-func eventually(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // uniqueTopic returns a topic name no earlier run used.
 func uniqueTopic(t *testing.T) string {
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())

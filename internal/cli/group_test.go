@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // ---- unit tests: no broker ----
@@ -625,7 +627,7 @@ func testGroupLifecycle(t *testing.T, addr, wantType string, groupOpts ...kgo.Op
 
 	// With the consumer in the group.
 	var d groupDescription
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		d, err = groupDescribe(t, addr, group)
 		if err != nil {
 			return err
@@ -677,7 +679,7 @@ func testGroupLifecycle(t *testing.T, addr, wantType string, groupOpts ...kgo.Op
 
 	cons.Close()
 	consOpen = false
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if d, err = groupDescribe(t, addr, group); err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -77,7 +78,7 @@ func TestQueueListDescribeLag(t *testing.T) {
 	}
 
 	// Share-partitions start at the high watermark: warm up first.
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Key: []byte("warm")}).FirstErr(); err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func TestQueueListDescribeLag(t *testing.T) {
 		return nil
 	})
 	// Drain what the warm-up left, until the queue is empty.
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		pollAccept(t, worker, 200*time.Millisecond)
 		qs := queueList(t, addr)
 		if len(qs) != 1 || qs[0].Lag != 0 || len(qs[0].Partitions) != 1 {
@@ -114,7 +115,7 @@ func TestQueueListDescribeLag(t *testing.T) {
 		t.Fatalf("queue list --json with %d jobs waiting: counts %+v", jobs, c)
 	}
 	// The table shows what --json shows (retried if the worker fetched in between).
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		out, _, err := runCLI(t, "", "queue", "list", "-b", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestQueueListDescribeLag(t *testing.T) {
 	if m := q.MemberList[0]; len(m.Assignment) != 1 || m.Assignment[0] != "jobs:0" {
 		t.Errorf("member %+v, want assignment jobs:0", m)
 	}
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		out, _, err := runCLI(t, "", "queue", "describe", "workers", "-b", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -155,14 +156,14 @@ func TestQueueListDescribeLag(t *testing.T) {
 
 	// The worker accepts every job: the lag drains to 0.
 	got := 0
-	tc.Eventually(t, 60*time.Second, func() error {
+	poll.Until(t, 60*time.Second, func() error {
 		got += len(pollAccept(t, worker, time.Second))
 		if got < jobs {
 			return fmt.Errorf("%d of %d jobs", got, jobs)
 		}
 		return nil
 	})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		if qs := queueList(t, addr); len(qs) != 1 || qs[0].Lag != 0 {
 			return fmt.Errorf("queue list after the jobs: %+v", qs)
 		}

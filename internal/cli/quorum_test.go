@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -94,7 +95,7 @@ func TestClusterQuorumPrint(t *testing.T) {
 func TestClusterQuorumSingleNode(t *testing.T) {
 	addr := integrationBootstrap(t)
 	var s quorumStatus
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		out, _, err := runCLI(t, "", "cluster", "quorum", "-b", addr, "--json")
 		if err != nil {
 			return err
@@ -149,7 +150,7 @@ func TestClusterQuorumRemoveAndAddVoter(t *testing.T) {
 		return m
 	}
 	var s quorumStatus
-	eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		s = quorum()
 		if s.Voters != 3 || s.Observers != 0 || s.Leader < 1 {
 			return fmt.Errorf("quorum %+v", s)
@@ -228,7 +229,7 @@ func TestClusterQuorumRemoveAndAddVoter(t *testing.T) {
 	}, testcluster.ClusterArgs...)
 	fresh := testcluster.StartProcess(t, filepath.Join(t.TempDir(), "fresh"), args...)
 	t.Logf("node %d started again with an empty directory at %s", victim, fresh.Addr())
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		s = quorum()
 		for _, m := range s.Members {
 			if m.NodeID == victim && m.Role == "observer" && m.Lag == 0 {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 func TestParseConfigs(t *testing.T) {
@@ -261,7 +263,7 @@ func TestIntegrationTopicRoundTrip(t *testing.T) {
 		t.Errorf("list does not show %s:\n%s", topic, out)
 	}
 
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		d := describe()
 		if len(d.Partitions) != 2 {
 			return fmt.Errorf("describe: %d partitions, want 2", len(d.Partitions))
@@ -278,7 +280,7 @@ func TestIntegrationTopicRoundTrip(t *testing.T) {
 	})
 
 	run("topic", "alter", topic, "--partitions", "3", "--config", "retention.ms=7200000", "--config", "cleanup.policy=compact")
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		d := describe()
 		if len(d.Partitions) != 3 {
 			return fmt.Errorf("after alter: %d partitions, want 3", len(d.Partitions))
@@ -292,7 +294,7 @@ func TestIntegrationTopicRoundTrip(t *testing.T) {
 		return nil
 	})
 	run("topic", "alter", topic, "--delete-config", "cleanup.policy")
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if v, ok := configValue(describe(), "cleanup.policy"); ok && v == "compact" {
 			return errors.New("cleanup.policy still compact after --delete-config")
 		}
@@ -300,7 +302,7 @@ func TestIntegrationTopicRoundTrip(t *testing.T) {
 	})
 
 	run("topic", "delete", topic)
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		_, _, err := runCLI(t, "", "topic", "describe", topic, "-b", addr)
 		if err == nil || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
 			return fmt.Errorf("describe after delete: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)

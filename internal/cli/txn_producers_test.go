@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -68,7 +69,7 @@ func TestTxnProducers(t *testing.T) {
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		out, _, err := runCLI(t, "", "txn", "producers", "--topic", "orders", "--partition", "1", "-b", addr, "--json")
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -22,7 +23,7 @@ func TestTxnListAndDescribe(t *testing.T) {
 	// An open transaction on out-0 and out-1 (the client's requests).
 	var pid int64
 	var epoch int16
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		id := "orders"
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
@@ -33,7 +34,7 @@ func TestTxnListAndDescribe(t *testing.T) {
 		pid, epoch = resp.ProducerID, resp.ProducerEpoch
 		return kerr.ErrorForCode(resp.ErrorCode)
 	})
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "orders", pid, epoch
 		rt := kmsg.NewAddPartitionsToTxnRequestTopic()

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/berthmq/berth/internal/metadata"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -548,13 +550,12 @@ func (s *Supervisor) isActive() bool {
 // waitFor polls cond until it holds or 10s pass.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+	poll.Until(t, 10*time.Second, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // catchUpLiveness adds CatchUp: brokers in behind have not caught up.

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -33,7 +34,7 @@ func quorumReq(version int16, topic string, parts ...int32) *kmsg.DescribeQuorum
 func describeQuorum(ctx context.Context, t *testing.T, cl *kgo.Client, version int16) *kmsg.DescribeQuorumResponse {
 	t.Helper()
 	var resp *kmsg.DescribeQuorumResponse
-	tc.Eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		var err error
 		resp, err = quorumReq(version, "__cluster_metadata", 0).RequestWith(ctx, cl)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -96,7 +97,7 @@ func TestShareFetchAndAcknowledgeErrors(t *testing.T) {
 	want("no member id", resp.ErrorCode, kerr.InvalidRequest)
 
 	// m1 joins the share group (the first join creates __consumer_offsets).
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.Version, hb.GroupID, hb.MemberID, hb.MemberEpoch = 1, "g", "m1", 0
 		hb.SubscribedTopicNames = []string{"q"}

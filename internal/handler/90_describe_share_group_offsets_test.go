@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 	"github.com/berthmq/berth/pkg/berthmsg"
 )
@@ -183,7 +184,7 @@ func TestDescribeShareGroupOffsetsNotLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var leaders map[int32]int32
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		md := kmsg.NewPtrMetadataRequest()
 		mt := kmsg.NewMetadataRequestTopic()
 		mt.Topic = strp("q")
@@ -226,7 +227,7 @@ func TestDescribeShareGroupOffsetsNotLeader(t *testing.T) {
 // joinShare makes member join the share group, subscribed to topic.
 func joinShare(t *testing.T, ctx context.Context, cl *kgo.Client, group, member, topic string) {
 	t.Helper()
-	tc.Eventually(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.Version, hb.GroupID, hb.MemberID, hb.MemberEpoch = 1, group, member, 0
 		hb.SubscribedTopicNames = []string{topic}

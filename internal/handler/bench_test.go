@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -132,7 +133,7 @@ func BenchmarkShareFetch(b *testing.B) {
 	session := func(b *testing.B, records int) func(wait time.Duration, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 		cl, id := benchTopic(b, records)
 		ctx := context.Background()
-		tc.Eventually(b, 30*time.Second, func() error {
+		poll.Until(b, 30*time.Second, func() error {
 			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 			hb.Version, hb.GroupID, hb.MemberID, hb.MemberEpoch = 1, "g", "m1", 0
 			hb.SubscribedTopicNames = []string{"bench"}

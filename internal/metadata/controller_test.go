@@ -21,22 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// checkFor polls fn until it returns nil or total elapses.
-func checkFor(t testing.TB, total, interval time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(interval)
-	}
-}
-
 func testConfig(dir string) Config {
 	return Config{
 		Dir:          dir,

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // checkRemoved checks what a removed node tells its callers: no leader,
 // and proposals refused with ErrRemoved (an ErrNotLeader) and advice.
 func checkRemoved(t *testing.T, nd *testNode) {
 	t.Helper()
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if err := nd.c.Removed(); err == nil {
 			return fmt.Errorf("node %d does not know it was removed", nd.id)
 		}
@@ -65,7 +67,7 @@ func TestQuorumRemovedVoterKeepsRunning(t *testing.T) {
 	if err := leader.c.AddVoter(ctx(t), victim.id, victim.addr); err != nil {
 		t.Fatalf("AddVoter: %v", err)
 	}
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if err := victim.c.Removed(); err != nil {
 			return err
 		}
@@ -95,7 +97,7 @@ func TestQuorumRemovedVoterKeepsRunning(t *testing.T) {
 	if err := nd.c.Removed(); err != nil {
 		t.Fatalf("restarted node: %v", err)
 	}
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, n := range tc.live() {
 			if m, ok := n.c.Quorum().Member(NodeID(old.id)); !ok || m.Voter || m.Addr != old.addr {
 				return fmt.Errorf("node %d sees node %d as %+v (%v)", n.id, old.id, m, ok)
@@ -134,7 +136,7 @@ func TestQuorumRemovedWhileDownRejoinsAsObserver(t *testing.T) {
 			if err := nd.c.Removed(); err != nil {
 				t.Fatalf("rejoined node: %v", err)
 			}
-			checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+			poll.Until(t, 10*time.Second, func() error {
 				for _, n := range tc.live() {
 					st := n.c.Quorum()
 					m, ok := st.Member(NodeID(down.id))
@@ -176,7 +178,7 @@ func TestQuorumLeaderRefusesProposalsFromNonMembers(t *testing.T) {
 	}
 	// Once the loop has taken the message and run once more, an accepted
 	// proposal would be in the log ahead of the next one.
-	checkFor(t, 5*time.Second, time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if n := len(leader.c.recvc); n > 0 {
 			return fmt.Errorf("%d messages queued", n)
 		}
@@ -223,7 +225,7 @@ func TestQuorumStatusCurrentAfterChange(t *testing.T) {
 	if l, st := leader.c.Leader(), leader.c.Quorum(); st.IsLeader || st.Leader != NodeID(l) || l == leader.id {
 		t.Fatalf("old leader: Leader %d, status %+v", l, st)
 	}
-	checkFor(t, 10*time.Second, time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if !to.c.IsLeader() {
 			return errors.New("not leader yet")
 		}
@@ -259,7 +261,7 @@ func TestQuorumRemovedWhileCutOffRejoinsAsObserver(t *testing.T) {
 		nd.tr.SetDropFilter(nil)
 	}
 	tc.waitSameImage(leader.c.Image().Index)
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, nd := range tc.live() {
 			if m, ok := nd.c.Quorum().Member(NodeID(cut.id)); !ok || m.Voter {
 				return fmt.Errorf("node %d sees node %d as %+v (%v)", nd.id, cut.id, m, ok)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // testCluster runs metadata controllers over real loopback TCP in one
@@ -175,7 +177,7 @@ func (tc *testCluster) waitLeader(among ...*testNode) *testNode {
 		among = tc.live()
 	}
 	var leader *testNode
-	checkFor(tc.t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(tc.t, 10*time.Second, func() error {
 		lead := among[0].c.Leader()
 		leader = nil
 		for _, nd := range among {
@@ -202,7 +204,7 @@ func (tc *testCluster) waitSameImage(min uint64, nodes ...*testNode) []byte {
 		nodes = tc.live()
 	}
 	var want []byte
-	checkFor(tc.t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(tc.t, 10*time.Second, func() error {
 		want = EncodeImage(nodes[0].c.Image())
 		if idx := nodes[0].c.Image().Index; idx < min {
 			return fmt.Errorf("node %d at index %d, want >= %d", nodes[0].id, idx, min)
@@ -285,7 +287,7 @@ func TestQuorumThreeVoters(t *testing.T) {
 	tc.waitSameImage(f.c.Image().Index)
 
 	// The quorum status on the leader shows everyone active.
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		st := leader.c.Quorum()
 		if !st.IsLeader || st.Leader != NodeID(leader.id) || len(st.Members) != 3 {
 			return fmt.Errorf("status %+v", st)
@@ -385,7 +387,7 @@ func TestQuorumObserverJoins(t *testing.T) {
 		t.Fatal("observer's Start returned before it caught up")
 	}
 	tc.waitSameImage(leader.c.Image().Index)
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		m, ok := leader.c.Quorum().Member(NodeID(4))
 		if !ok || m.Voter || m.Addr != obs.addr || !m.RecentActive {
 			return fmt.Errorf("observer as the leader sees it: %+v (%v)", m, ok)
@@ -407,7 +409,7 @@ func TestQuorumObserverJoins(t *testing.T) {
 	if err := leader.c.PromoteLearner(ctx(t), 4); err != nil {
 		t.Fatalf("PromoteLearner: %v", err)
 	}
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		for _, nd := range tc.live() {
 			if m, ok := nd.c.Quorum().Member(NodeID(4)); !ok || !m.Voter {
 				return fmt.Errorf("node %d sees node 4 as %+v", nd.id, m)
@@ -425,7 +427,7 @@ func TestQuorumObserverJoins(t *testing.T) {
 		t.Fatalf("RemoveMember: %v", err)
 	}
 	leader = tc.waitLeader()
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		for _, nd := range tc.live() {
 			if m, ok := nd.c.Quorum().Member(NodeID(4)); ok {
 				return fmt.Errorf("node %d still sees node 4: %+v", nd.id, m)
@@ -468,7 +470,7 @@ func TestQuorumIsolatedNode(t *testing.T) {
 		proposeRetry(t, rest[i%2].c, createRec(fmt.Sprintf("maj%d", i), 1))
 	}
 	tc.waitSameImage(leader.c.Image().Index, rest...)
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		seen, _ := leader.c.LastSeen(NodeID(cut.id))
 		if m, _ := leader.c.Quorum().Member(NodeID(cut.id)); m.RecentActive || leader.c.CaughtUp(NodeID(cut.id)) {
 			return fmt.Errorf("leader still sees the cut node as active: %+v", m)
@@ -546,7 +548,7 @@ func TestQuorumRestartIgnoresVoterList(t *testing.T) {
 		t.Fatal("old single-voter directory did not come back as leader with its data")
 	}
 	// The leader records its own address, which the old log lacked.
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if got := c.Image().Controllers[0]; got != addr {
 			return fmt.Errorf("Controllers = %v, want node 0 at %s", c.Image().Controllers, addr)
 		}
@@ -591,11 +593,11 @@ func TestQuorumGrowFromOneVoter(t *testing.T) {
 		leader := tc.waitLeader()
 		// Promotion is refused while another change is pending, and
 		// until the observer is caught up; retry as an operator would.
-		checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		poll.Until(t, 10*time.Second, func() error {
 			return leader.c.PromoteLearner(ctx(t), id)
 		})
 	}
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		for _, nd := range tc.live() {
 			st := nd.c.Quorum()
 			if len(st.Members) != 3 || !st.Members[0].Voter || !st.Members[1].Voter || !st.Members[2].Voter {

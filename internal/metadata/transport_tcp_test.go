@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // fakeReceiver records what a transport delivers.
@@ -84,7 +86,7 @@ func TestTCPTransportDelivers(t *testing.T) {
 			Snapshot: &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(uint64(9)), Term: new(uint64(3))}}},
 	})
 	a.SendJoin(2, JoinRequest{ID: 1, Addr: "h:1"})
-	checkFor(t, 5*time.Second, 2*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		got := rb.snapshot()
 		if len(got.msgs) != 2 || len(got.joins) != 1 {
 			return fmt.Errorf("received %d messages, %d joins", len(got.msgs), len(got.joins))
@@ -110,7 +112,7 @@ func TestTCPTransportDelivers(t *testing.T) {
 	}
 	a.SetDropFilter(nil)
 	a.Send([]*pb.Message{{Type: pb.MsgApp.Enum(), To: new(uint64(2))}})
-	checkFor(t, 5*time.Second, 2*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if n := len(rb.snapshot().msgs); n != 3 {
 			return fmt.Errorf("%d messages after healing, want 3", n)
 		}
@@ -125,7 +127,7 @@ func TestTCPTransportRefusesWrongPeer(t *testing.T) {
 	// a believes node 3 lives at b's address: b refuses (wrong node), and
 	// c refuses a's cluster id.
 	a.SetPeers(map[uint64]string{3: b.Addr().String(), 4: c.Addr().String()})
-	checkFor(t, 5*time.Second, 2*time.Millisecond, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		a.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), To: new(uint64(3))}, {Type: pb.MsgHeartbeat.Enum(), To: new(uint64(4))}})
 		u := ra.snapshot().unreachable
 		if !slices.Contains(u, 3) || !slices.Contains(u, 4) {

@@ -32,6 +32,7 @@ import (
 	"github.com/berthmq/berth/internal/handler"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
 )
@@ -214,21 +215,6 @@ func (c *testCluster) changeLeader(topic string, leader int32, isr []int32) {
 	}
 }
 
-func eventually(t *testing.T, within time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func produce(t *testing.T, cl *kgo.Client, topic string, from, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -329,7 +315,7 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 	// A follower stops: after replica.lag.time.max.ms the leader drops it
 	// from the ISR, and acks=all is refused below min.insync.replicas.
 	c.stopBroker(c.brokers[2])
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if isr := c.partition("jobs").ISR; !slices.Equal(isr, []int32{0, 1}) {
 			return fmt.Errorf("ISR %v, want [0 1]", isr)
 		}
@@ -344,7 +330,7 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 
 	// It returns, catches up, and rejoins the ISR.
 	c.startBroker(c.brokers[2])
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if isr := c.partition("jobs").ISR; !slices.Equal(isr, []int32{0, 1, 2}) {
 			return fmt.Errorf("ISR %v, want [0 1 2]", isr)
 		}
@@ -383,7 +369,7 @@ func TestReplicationLeaderChangeKeepsAcknowledgedRecords(t *testing.T) {
 	// The old leader returns as a follower and converges on the new
 	// leader's log.
 	c.startBroker(c.brokers[0])
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if got := c.logEnd(c.brokers[0], "ledger"); got != 200 {
 			return fmt.Errorf("old leader's log end %d, want 200", got)
 		}
@@ -463,7 +449,7 @@ func TestReplicationReplicaMovedAwayIsDeleted(t *testing.T) {
 		Topic: "moving", Partition: 0, Leader: &leader, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if c.brokers[0].mgr.Get("moving", 0) != nil {
 			return errors.New("broker 0 still holds the replica")
 		}
@@ -519,7 +505,7 @@ func TestReplicationReassignment(t *testing.T) {
 	if r, ok := listed["moves"][0]; !ok || !slices.Equal(r.AddingReplicas, []int32{2}) || !slices.Equal(r.RemovingReplicas, []int32{0}) {
 		t.Fatalf("in progress: %+v (found %v)", r, ok)
 	}
-	eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		p := c.partition("moves")
 		if p.Reassigning() || !slices.Equal(p.Replicas, []int32{1, 2}) {
 			return fmt.Errorf("partition %+v", p)
@@ -533,7 +519,7 @@ func TestReplicationReassignment(t *testing.T) {
 	if err != nil || len(listed) != 0 {
 		t.Fatalf("reassignments after completion: %+v %v", listed, err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if c.brokers[0].mgr.Get("moves", 0) != nil {
 			return errors.New("broker 0 still holds its replica")
 		}
@@ -570,7 +556,7 @@ func TestReplicationHighWatermarkSurvivesRestart(t *testing.T) {
 	}
 	defer cl.Close()
 	produce(t, cl, "durable", 0, 100)
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, b := range c.brokers {
 			if hw := b.mgr.Get("durable", 0).HighWatermark(); hw != 100 {
 				return fmt.Errorf("broker %d: high watermark %d", b.id, hw)

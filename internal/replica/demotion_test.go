@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/replica"
 )
 
@@ -50,7 +51,7 @@ func holdFlushes(t *testing.T, b *testBroker, topic string) (held <-chan struct{
 // the others follow.
 func (c *testCluster) awaitLeader(topic string, id int32) {
 	c.t.Helper()
-	eventually(c.t, 10*time.Second, func() error {
+	poll.Until(c.t, 10*time.Second, func() error {
 		for _, b := range c.brokers {
 			p := b.mgr.Get(topic, 0)
 			if p == nil {
@@ -191,7 +192,7 @@ func TestDemotedLeaderForgetsItsUnwrittenMarker(t *testing.T) {
 		t.Fatalf("marker at the new leader: error %d", ec)
 	}
 	want := []replica.AbortedTxn{{ProducerID: 100, FirstOffset: 0, LastOffset: 3}}
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		p := b0.mgr.Get(topic, 0)
 		if hw := p.HighWatermark(); hw != 4 {
 			return fmt.Errorf("broker 0: high watermark %d, want 4", hw)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/replica"
 )
 
@@ -83,7 +84,7 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 	c := startCluster(t, 3)
 	c.createTopic("txn", [][]int32{{0, 1, 2}}, nil)
 	leader := c.brokers[0].addr
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if p := c.brokers[0].mgr.Get("txn", 0); p == nil || !p.IsLeader() {
 			return fmt.Errorf("no leader yet")
 		}
@@ -114,7 +115,7 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for b := range c.brokers {
 			if err := check(b, 4, 6); err != nil {
 				return err
@@ -126,7 +127,7 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 	// Broker 1 takes over with producer 101's transaction still open and
 	// ends it.
 	c.changeLeader("txn", 1, []int32{0, 1, 2})
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if p := c.brokers[1].mgr.Get("txn", 0); !p.IsLeader() {
 			return fmt.Errorf("broker 1 not leading yet")
 		}
@@ -139,7 +140,7 @@ func TestReplicationTransactionMarkers(t *testing.T) {
 		t.Fatalf("WriteTxnMarkers: error %d", ec)
 	}
 	wantCoordEpoch[101] = 0
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		for b := range c.brokers {
 			if err := check(b, 7, 7); err != nil {
 				return err

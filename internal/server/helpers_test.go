@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -58,29 +60,13 @@ func (h *fakeHandler) handled() []*Request {
 func (h *fakeHandler) waitHandled(t *testing.T, n int) []*Request {
 	t.Helper()
 	var got []*Request
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if got = h.handled(); len(got) < n {
 			return fmt.Errorf("%d requests handled, want %d", len(got), n)
 		}
 		return nil
 	})
 	return got
-}
-
-// eventually polls fn until it returns nil or within passes.
-func eventually(t *testing.T, within time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %v", within, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // metadataReply answers with a Metadata response listing one broker whose

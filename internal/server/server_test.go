@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 func metadataRequest(version int16, topics ...string) *kmsg.MetadataRequest {
@@ -236,7 +238,7 @@ func TestFrameSizeBounds(t *testing.T) {
 // waitForAcquire polls until some goroutine waits in byteSem.acquire.
 func waitForAcquire(t *testing.T) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		var buf bytes.Buffer
 		_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
 		if !strings.Contains(buf.String(), "(*byteSem).acquire") {
@@ -364,7 +366,7 @@ func TestIdleTimeoutClosesConnection(t *testing.T) {
 	write(t, c, request(metadataRequest(1), 1))
 	readMetadata(t, c, 1)
 	expectClosed(t, c)
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if n := s.Metrics.ConnectionsOpen.Load(); n != 0 {
 			return errors.New("connection still counted as open")
 		}
@@ -416,7 +418,7 @@ func TestCloseWithOpenConnections(t *testing.T) {
 	waiting := dial(t, addr)
 	write(t, waiting, big("waiting"))
 	waitForAcquire(t)
-	eventually(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if n := s.Metrics.ConnectionsOpen.Load(); n != 5 {
 			return errors.New("not every connection accepted yet")
 		}

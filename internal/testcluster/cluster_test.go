@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/poll"
 )
 
 // handshake builds the fixed part of the Raft transport's handshake.
@@ -123,7 +125,7 @@ func TestClusterCutController(t *testing.T) {
 		return resp.(*kmsg.MetadataResponse).ControllerID, nil
 	}
 	var ctrl int32
-	Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		var err error
 		ctrl, err = controllerSeenBy(1)
 		if err == nil && ctrl < 1 {
@@ -133,7 +135,7 @@ func TestClusterCutController(t *testing.T) {
 	})
 	c.Cut(ctrl)
 	other := ctrl%3 + 1
-	Eventually(t, 20*time.Second, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		got, err := controllerSeenBy(other)
 		if err == nil && (got == ctrl || got < 1) {
 			err = fmt.Errorf("node %d still sees controller %d", other, got)

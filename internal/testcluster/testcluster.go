@@ -132,20 +132,6 @@ func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[
 	}
 }
 
-// Eventually polls fn until it returns nil or the deadline passes.
-func Eventually(t testing.TB, within time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = fn(); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("condition not met within %v: %v", within, err)
-}
-
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
