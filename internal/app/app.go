@@ -252,7 +252,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
-		Groups: n.groups, Shares: n.shares, AfterApply: n.loaders.Reconcile, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
+		Groups: n.groups, Shares: n.shares, Propose: n.propose, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 		Topics: n.topics, ProducerIDs: n.pids,
 	})
 	n.kh = h
@@ -302,9 +302,9 @@ func (n *Node) alterPartition(ctx context.Context, topic string, part int32, isr
 }
 
 // propose writes metadata records and brings the local replicas and
-// coordinators in line with the result before returning (as the
-// handlers' propose does), so an internal topic created is open, and led
-// here loading, when cluster.Topics returns it.
+// coordinators in line with the result before returning, so a topic
+// created is open, and an internal one led here loading, when the caller
+// (the handlers, cluster.Topics) goes on.
 func (n *Node) propose(ctx context.Context, recs ...metadata.Record) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

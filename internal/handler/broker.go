@@ -149,9 +149,11 @@ type Config struct {
 	// Elector runs ElectLeaders on the active controller (the node's
 	// *cluster.Supervisor). Nil: ElectLeaders is answered NOT_CONTROLLER.
 	Elector Elector
-	// AfterApply runs after a proposal's image is applied to the local
-	// replicas (the node loads __consumer_offsets partitions there).
-	AfterApply func(*metadata.Image)
+	// Propose commits metadata records through the quorum and applies the
+	// resulting image to this node (its replicas and coordinators) before
+	// it returns, so a client may use a topic it just created. Nil: the
+	// records are committed and applied to Replicas only.
+	Propose func(ctx context.Context, recs ...metadata.Record) error
 	// AwaitLoaded, if set, returns once this node's coordinator of
 	// partition p of an internal topic (__consumer_offsets,
 	// __share_group_state, __transaction_state) has loaded it, or when
@@ -247,19 +249,15 @@ func (b *Broker) image() *metadata.Image { return b.Controller.Image() }
 // the result before returning, so a created topic can be produced to as
 // soon as CreateTopics answers.
 func (b *Broker) propose(ctx context.Context, recs ...metadata.Record) error {
+	if b.Propose != nil {
+		return b.Propose(ctx, recs...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := b.Controller.Propose(ctx, recs...); err != nil {
 		return err
 	}
-	im := b.image()
-	if err := b.Replicas.Apply(im); err != nil {
-		return err
-	}
-	if b.AfterApply != nil {
-		b.AfterApply(im)
-	}
-	return nil
+	return b.Replicas.Apply(b.image())
 }
 
 // brokerValue returns the effective value of a broker setting: a dynamic

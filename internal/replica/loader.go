@@ -73,9 +73,9 @@ func (l *Loader) reconcile(im *metadata.Image) {
 	t := im.Topic(l.topic)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// The follow loop and a handler's propose (AfterApply) reconcile with
-	// images of their own; an older one arriving late must not undo a
-	// newer one (unload what it loaded).
+	// The follow loop and the node's propose (commit, then apply)
+	// reconcile with images of their own; an older one arriving late must
+	// not undo a newer one (unload what it loaded).
 	if im.Index < l.applied {
 		return
 	}
