@@ -454,9 +454,12 @@ func Defaults() *Config {
 	return c
 }
 
-// Set sets a broker setting after checking it.
+// Set sets a broker setting after checking it. Kafka's per-listener
+// forms are accepted: listener.name.<listener>.<setting> and
+// listener.name.<listener>.<mechanism>.<setting> (the mechanism in lower
+// case, e.g. plain.sasl.jaas.config); read them with ListenerGet.
 func (c *Config) Set(name, value string, src Source) error {
-	d, ok := LookupBroker(name)
+	d, ok := lookupAny(name)
 	if !ok {
 		return fmt.Errorf("unknown setting %q (see docs/configuration.md)", name)
 	}
@@ -466,6 +469,72 @@ func (c *Config) Set(name, value string, src Source) error {
 	c.vals[name] = value
 	c.sources[name] = src
 	return nil
+}
+
+// saslMechanisms are the mechanism prefixes of per-listener SASL settings.
+var saslMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512", "oauthbearer", "gssapi"}
+
+// lookupAny finds a broker setting by name, or the setting a per-listener
+// name (listener.name.<l>.[<mechanism>.]<setting>) stands for.
+func lookupAny(name string) (Def, bool) {
+	if d, ok := LookupBroker(name); ok {
+		return d, true
+	}
+	_, mech, key, ok := splitListenerName(name)
+	if !ok {
+		return Def{}, false
+	}
+	d, found := LookupBroker(key)
+	if !found || (mech != "" && !strings.HasPrefix(key, "sasl.")) {
+		return Def{}, false
+	}
+	d.Name = name
+	return d, true
+}
+
+// splitListenerName splits listener.name.<l>.[<mech>.]<key>; the
+// listener name comes back in upper case, the mechanism in lower case.
+func splitListenerName(name string) (listener, mech, key string, ok bool) {
+	rest, found := strings.CutPrefix(name, "listener.name.")
+	if !found {
+		return "", "", "", false
+	}
+	listener, rest, found = strings.Cut(rest, ".")
+	if !found || listener == "" {
+		return "", "", "", false
+	}
+	for _, m := range saslMechanisms {
+		if k, isMech := strings.CutPrefix(rest, m+"."); isMech {
+			return strings.ToUpper(listener), m, k, true
+		}
+	}
+	return strings.ToUpper(listener), "", rest, true
+}
+
+// ListenerGet reads a setting as a listener sees it: the most specific
+// of listener.name.<listener>.<mech>.<name> (mech "" skips it),
+// listener.name.<listener>.<name> and name itself, as Kafka resolves
+// per-listener settings.
+func (c *Config) ListenerGet(listener, mech, name string) string {
+	l := "listener.name." + strings.ToLower(listener) + "."
+	if mech != "" {
+		if v, ok := c.vals[l+strings.ToLower(mech)+"."+name]; ok {
+			return v
+		}
+	}
+	if v, ok := c.vals[l+name]; ok {
+		return v
+	}
+	return c.vals[name]
+}
+
+// ListenerSet reports whether any per-listener form of name is set for
+// listener (with mech, or without one).
+func (c *Config) ListenerSet(listener, mech, name string) bool {
+	l := "listener.name." + strings.ToLower(listener) + "."
+	_, a := c.vals[l+strings.ToLower(mech)+"."+name]
+	_, b := c.vals[l+name]
+	return (mech != "" && a) || b
 }
 
 // SourceOf tells where a value came from.
@@ -534,7 +603,7 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 		if a, ok := aliases[k]; ok {
 			k = a
 		}
-		if _, known := LookupBroker(k); !known {
+		if _, known := lookupAny(k); !known {
 			ignored = append(ignored, k)
 			continue
 		}

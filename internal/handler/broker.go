@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/group"
@@ -173,7 +174,12 @@ type Config struct {
 	// ProducerIDs hands out producer ids (InitProducerId); the node's,
 	// shared with its transaction coordinator. Nil: one of the handler's own.
 	ProducerIDs *metadata.ProducerIDs
-	Logger      *slog.Logger
+	// Authorizer decides every request's actions (authorize.go); nil
+	// allows everything, as Kafka with no authorizer.class.name.
+	Authorizer auth.Authorizer
+	// Auditor takes the audit trail's events; nil drops them.
+	Auditor auth.Auditor
+	Logger  *slog.Logger
 }
 
 // Broker implements server.Handler.
@@ -211,6 +217,12 @@ func New(cfg Config) *Broker {
 	}
 	if b.ProducerIDs == nil {
 		b.ProducerIDs = metadata.NewProducerIDs(b.Controller)
+	}
+	if b.Authorizer == nil {
+		b.Authorizer = auth.AllowAll{}
+	}
+	if b.Auditor == nil {
+		b.Auditor = auth.NopAuditor{}
 	}
 	return b
 }

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/auth"
 )
 
 // Reply produces a response once it is ready. It runs on the connection's
@@ -63,6 +65,12 @@ type Config struct {
 	MaxInflightPerConn int           // responses queued on one connection before its reader waits
 	IdleTimeout        time.Duration // connections.max.idle.ms
 	Logger             *slog.Logger
+	// Listener is the listener's name (PLAINTEXT, or a named listener of
+	// listeners=) and Protocol its security protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL; listener.security.protocol.map). Empty:
+	// PLAINTEXT.
+	Listener string
+	Protocol string
 }
 
 // Server accepts connections on one listener.
@@ -189,6 +197,12 @@ type Conn struct {
 	// Value is free for the handler to keep per-connection state in; only
 	// the read loop touches it.
 	Value any
+	// Listener and Protocol are the server's (Config.Listener/Protocol).
+	Listener string
+	Protocol string
+	// principal is who the connection acts as; nil until set (Principal
+	// answers User:ANONYMOUS).
+	principal atomic.Pointer[Identity]
 	// afterEncode runs after the current response is encoded; write loop only.
 	afterEncode []func()
 }
@@ -203,8 +217,13 @@ type pending struct {
 
 func (s *Server) newConn(nc net.Conn) *Conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	proto := s.cfg.Protocol
+	if proto == "" {
+		proto = "PLAINTEXT"
+	}
 	return &Conn{
 		s: s, nc: nc, id: s.connSeq.Add(1), Remote: nc.RemoteAddr().String(),
+		Listener: s.cfg.Listener, Protocol: proto,
 		ctx: ctx, cancel: cancel,
 		out: make(chan pending, s.cfg.MaxInflightPerConn),
 	}
@@ -215,6 +234,47 @@ func (c *Conn) Context() context.Context { return c.ctx }
 
 // ID is a process-unique connection number.
 func (c *Conn) ID() uint64 { return c.id }
+
+// Identity is who a connection acts as once authenticated.
+type Identity struct {
+	Principal auth.Principal
+	// Mechanism is the SASL mechanism that proved it ("" for a TLS
+	// certificate or no authentication).
+	Mechanism string
+	// Expires is when the credential ends (KIP-368 re-authentication);
+	// zero: never.
+	Expires time.Time
+}
+
+// Principal is who the connection acts as: User:ANONYMOUS until
+// SetIdentity.
+func (c *Conn) Principal() auth.Principal {
+	if c == nil {
+		return auth.Anonymous
+	}
+	if id := c.principal.Load(); id != nil {
+		return id.Principal
+	}
+	return auth.Anonymous
+}
+
+// Identity is the connection's identity; nil before SetIdentity.
+func (c *Conn) Identity() *Identity { return c.principal.Load() }
+
+// SetIdentity records who the connection acts as (after a SASL exchange,
+// or from a client certificate).
+func (c *Conn) SetIdentity(id Identity) { c.principal.Store(&id) }
+
+// Host is the client's IP address without the port, as ACLs name hosts.
+func (c *Conn) Host() string {
+	if c == nil {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(c.Remote); err == nil {
+		return h
+	}
+	return c.Remote
+}
 
 func (c *Conn) close() {
 	c.once.Do(func() {
