@@ -379,6 +379,10 @@ func (n *Node) Replicas() *replica.Manager { return n.replicas }
 // or drop it (an error closes the connection). nil removes it.
 func (n *Node) Intercept(fn handler.Intercept) { n.kh.SetIntercept(fn) }
 
+// TestPrincipals installs handler.Broker.SetTestPrincipals' hook on this
+// node: tests only.
+func (n *Node) TestPrincipals(fn handler.PrincipalHook) { n.kh.SetTestPrincipals(fn) }
+
 // Close shuts the node down: connections, then logs, then metadata.
 func (n *Node) Close() error {
 	var errs []error

@@ -187,7 +187,8 @@ type Broker struct {
 	Config
 	log *slog.Logger
 
-	intercept atomic.Pointer[Intercept] // SetIntercept's hook; nil: none
+	intercept      atomic.Pointer[Intercept]     // SetIntercept's hook; nil: none
+	testPrincipals atomic.Pointer[PrincipalHook] // SetTestPrincipals' hook; nil: none
 }
 
 // Intercept is a fault hook for tests (SetIntercept): it runs before a
@@ -244,6 +245,7 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 			return nil, err
 		}
 	}
+	b.applyTestPrincipal(req)
 	return a.fn(b, ctx, req)
 }
 
