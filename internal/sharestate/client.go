@@ -108,19 +108,15 @@ func (c *Client) PeekStates(ctx context.Context, keys []share.Key) (states map[s
 func remotePeek(ctx context.Context, conn *peer.Conn, group string, ks []share.Key, states map[share.Key]share.Snapshot, errs map[share.Key]error) error {
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = group
-	at := map[[16]byte]int{}
-	for _, k := range ks {
-		i, ok := at[k.TopicID]
-		if !ok {
-			t := kmsg.NewReadShareGroupStateRequestTopic()
-			t.TopicID = k.TopicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			at[k.TopicID] = i
+	for _, tp := range byTopic(ks) {
+		t := kmsg.NewReadShareGroupStateRequestTopic()
+		t.TopicID = tp.id
+		for _, part := range tp.partitions {
+			p := kmsg.NewReadShareGroupStateRequestTopicPartition()
+			p.Partition, p.LeaderEpoch = part, -1
+			t.Partitions = append(t.Partitions, p)
 		}
-		p := kmsg.NewReadShareGroupStateRequestTopicPartition()
-		p.Partition, p.LeaderEpoch = k.Partition, -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		req.Topics = append(req.Topics, t)
 	}
 	raw, err := conn.Request(ctx, req, rpcTimeout)
 	if err != nil {
@@ -244,19 +240,15 @@ func (c *Client) deleteOnce(ctx context.Context, keys []share.Key) (failed []sha
 func remoteDeleteMany(ctx context.Context, conn *peer.Conn, group string, ks []share.Key) (map[share.Key]error, error) {
 	req := kmsg.NewPtrDeleteShareGroupStateRequest()
 	req.GroupID = group
-	at := map[[16]byte]int{}
-	for _, k := range ks {
-		i, ok := at[k.TopicID]
-		if !ok {
-			t := kmsg.NewDeleteShareGroupStateRequestTopic()
-			t.TopicID = k.TopicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			at[k.TopicID] = i
+	for _, tp := range byTopic(ks) {
+		t := kmsg.NewDeleteShareGroupStateRequestTopic()
+		t.TopicID = tp.id
+		for _, part := range tp.partitions {
+			p := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+			p.Partition = part
+			t.Partitions = append(t.Partitions, p)
 		}
-		p := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
-		p.Partition = k.Partition
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		req.Topics = append(req.Topics, t)
 	}
 	raw, err := conn.Request(ctx, req, rpcTimeout)
 	if err != nil {
@@ -468,4 +460,27 @@ const tagLeaderEpoch = 1000
 
 func appendInt32(dst []byte, v int32) []byte {
 	return append(dst, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// topicPartitions is one topic's partitions of a request.
+type topicPartitions struct {
+	id         [16]byte
+	partitions []int32
+}
+
+// byTopic groups keys by topic, topics in the order they first appear and
+// partitions in key order, as the state RPCs carry them.
+func byTopic(ks []share.Key) []topicPartitions {
+	var out []topicPartitions
+	at := map[[16]byte]int{}
+	for _, k := range ks {
+		i, ok := at[k.TopicID]
+		if !ok {
+			out = append(out, topicPartitions{id: k.TopicID})
+			i = len(out) - 1
+			at[k.TopicID] = i
+		}
+		out[i].partitions = append(out[i].partitions, k.Partition)
+	}
+	return out
 }
