@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berthmq/berth/internal/audit"
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/config"
 )
 
@@ -83,3 +84,7 @@ func (n *Node) registerAuditMetrics(reg prometheus.Registerer) {
 	counter("berth_audit_dropped_events_total", "Audit events lost: the buffer was full or the write to __berth_audit failed.", func(m *audit.Metrics) int64 { return m.Dropped.Load() })
 	counter("berth_audit_write_errors_total", "Failed writes of audit batches (to __berth_audit or the audit file).", func(m *audit.Metrics) int64 { return m.Errors.Load() })
 }
+
+// Auditor is the auditor the handlers send events to (the audit writer,
+// or auth.NopAuditor when the audit trail is off); tests feed it events.
+func (n *Node) Auditor() auth.Auditor { return n.kh.Auditor }
