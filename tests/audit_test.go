@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,4 +276,95 @@ func consumeAuditTopic(t *testing.T, addr, topic string) []*kgo.Record {
 	total := 0
 	ends.Each(func(o kadm.ListedOffset) { total += int(o.Offset) })
 	return consumeN(t, addr, topic, total)
+}
+
+// The other management events, read from the file sink (audit.log.file):
+// partitions added, an admin tool's offset commit, a group deleted, and
+// `berth dlq purge`'s DeleteRecords marked io.berth.dlq.purge.
+func TestAuditManagementEventsInFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	n := testcluster.Start(t, testcluster.With("audit.log.enable", "true"), testcluster.With("audit.log.file", file),
+		testcluster.With("audit.log.events", "management"))
+	addr := n.KafkaAddr()
+	ctx := ctxT(t, time.Minute)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, cl, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")})
+	if _, err := adm.CreatePartitions(ctx, 2, "jobs"); err != nil { // 2 more: 3 in all
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.AddOffset("jobs", 0, 1, -1)
+	if r, err := adm.CommitOffsets(ctx, "reset-g", offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	if r, err := adm.DeleteGroups(ctx, "reset-g", "no-such-group"); err != nil {
+		t.Fatalf("delete groups: %v %v", err, r)
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("berth-dlq-purge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	del := kadm.Offsets{}
+	del.AddOffset("jobs", 0, 1, -1)
+	if _, err := kadm.NewClient(pcl).DeleteRecords(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]func(audit.CloudEvent) bool{
+		"CreatePartitions jobs": func(ce audit.CloudEvent) bool {
+			return ce.Data.MethodName == "kafka.CreatePartitions" && ce.Data.AuthorizationInfo.ResourceName == "jobs" && ce.Data.Details["count"] == "3"
+		},
+		"admin OffsetCommit": func(ce audit.CloudEvent) bool {
+			return ce.Data.MethodName == "kafka.OffsetCommit" && ce.Data.AuthorizationInfo.ResourceType == "Group" &&
+				ce.Data.AuthorizationInfo.ResourceName == "reset-g" && ce.Data.Details["offsets"] == "jobs/0=1"
+		},
+		"DeleteGroups reset-g": func(ce audit.CloudEvent) bool {
+			return ce.Data.MethodName == "kafka.DeleteGroups" && ce.Data.AuthorizationInfo.ResourceName == "reset-g" && ce.Data.Result.Status == audit.StatusSuccess
+		},
+		"DeleteGroups no-such-group failed": func(ce audit.CloudEvent) bool {
+			return ce.Data.MethodName == "kafka.DeleteGroups" && ce.Data.AuthorizationInfo.ResourceName == "no-such-group" &&
+				ce.Data.Result.Status == audit.StatusFailure && ce.Data.Result.Message == "GROUP_ID_NOT_FOUND"
+		},
+		"DLQ purge": func(ce audit.CloudEvent) bool {
+			return ce.Type == "io.berth.dlq.purge" && ce.Data.MethodName == "kafka.DeleteRecords" && ce.Data.Details["before_offsets"] == "0:1"
+		},
+	}
+	poll.Until(t, 20*time.Second, func() error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for name, ok := range want {
+			found := false
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				ce, err := audit.Decode([]byte(l))
+				if err != nil {
+					return fmt.Errorf("line %q: %v", l, err)
+				}
+				if ce.Data.Kind != "management" {
+					t.Fatalf("a %s event though audit.log.events=management", ce.Data.Kind)
+				}
+				if ce.Data.AuthorizationInfo != nil && ok(ce) {
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("no event for %v in the audit file:\n%s", missing, b)
+		}
+		return nil
+	})
 }

@@ -476,7 +476,7 @@ func auditOffsetDelete(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 // reset-offsets, kafka-consumer-groups.sh --reset-offsets, berth dlq
 // redrive): generation -1 and no member. A consumer's own commits are
 // not management events.
-func auditOffsetCommit(_ *Broker, req *server.Request, resp kmsg.Response, ev func(auth.Event)) {
+func auditOffsetCommit(b *Broker, req *server.Request, resp kmsg.Response, ev func(auth.Event)) {
 	q, _ := req.Body.(*kmsg.OffsetCommitRequest)
 	r, _ := resp.(*kmsg.OffsetCommitResponse)
 	if q == nil || r == nil || q.Generation >= 0 || q.MemberID != "" {
@@ -489,9 +489,14 @@ func auditOffsetCommit(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 		}
 	}
 	var parts []string
+	var im *metadata.Image
 	for _, t := range q.Topics {
+		if t.Topic == "" && im == nil {
+			im = b.image() // v10+: topic ids
+		}
+		name := topicName(im, t.Topic, t.TopicID)
 		for _, p := range t.Partitions {
-			parts = append(parts, t.Topic+"/"+strconv.Itoa(int(p.Partition))+"="+strconv.FormatInt(p.Offset, 10))
+			parts = append(parts, name+"/"+strconv.Itoa(int(p.Partition))+"="+strconv.FormatInt(p.Offset, 10))
 		}
 	}
 	e := auth.Event{Operation: "READ", ResourceType: "GROUP", ResourceName: q.Group,
