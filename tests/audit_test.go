@@ -12,8 +12,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +256,18 @@ func TestAuditSearch(t *testing.T) {
 			t.Errorf("not a CloudEvent: %s", r.Value)
 		}
 	}
+	// The writer's counters: records written, none dropped.
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^berth_audit_written_events_total [1-9]`).Match(metrics) ||
+		!regexp.MustCompile(`(?m)^berth_audit_dropped_events_total 0$`).Match(metrics) {
+		t.Errorf("audit metrics:\n%s", regexp.MustCompile(`(?m)^berth_audit.*$`).FindAll(metrics, -1))
+	}
+
 	// The broker's own writes to the audit topic are not audited (reads
 	// of it, such as this search's, are).
 	if evs := auditSearch(t, addr, "--resource", "topic:"+audit.Topic, "--operation", "write"); len(evs) != 0 {

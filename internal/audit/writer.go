@@ -288,7 +288,19 @@ func (w *Writer) write(batch []pending) {
 	if !w.cfg.Topic {
 		return
 	}
-	if err := w.produce(recs); err != nil {
+	err := w.produce(recs)
+	// A cluster starting (the topic waits for its brokers) or a leader
+	// moving: try again a few times, while new events wait in the buffer.
+	for wait := 500 * time.Millisecond; err != nil && wait <= 4*time.Second; wait *= 2 {
+		select {
+		case <-w.ctx.Done():
+		case <-time.After(wait):
+			err = w.produce(recs)
+			continue
+		}
+		break
+	}
+	if err != nil {
 		w.Metrics.Dropped.Add(int64(len(recs)))
 		w.fail("writing "+strconv.Itoa(len(recs))+" events to "+Topic, err)
 		return
