@@ -633,7 +633,7 @@ func auditAlterClientQuotas(_ *Broker, req *server.Request, resp kmsg.Response, 
 			if op.Remove {
 				d["quota."+op.Key] = "(delete)"
 			} else {
-				d["quota."+op.Key] = strconv.FormatFloat(op.Value, 'g', -1, 64)
+				d["quota."+op.Key] = strconv.FormatFloat(op.Value, 'f', -1, 64)
 			}
 		}
 		if q.ValidateOnly {
