@@ -334,7 +334,21 @@ func TestAuditManagementEventsInFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	rcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("berth-dlq-redrive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcl.Close()
+	roffs := kadm.Offsets{}
+	roffs.AddOffset("jobs", 1, 0, -1)
+	if r, err := kadm.NewClient(rcl).CommitOffsets(ctx, "berth-redrive.jobs", roffs); err != nil || r.Error() != nil {
+		t.Fatalf("redrive commit: %v %v", err, r.Error())
+	}
+
 	want := map[string]func(audit.CloudEvent) bool{
+		"DLQ redrive": func(ce audit.CloudEvent) bool {
+			return ce.Type == "io.berth.dlq.redrive" && ce.Data.AuthorizationInfo.ResourceName == "berth-redrive.jobs"
+		},
 		"CreatePartitions jobs": func(ce audit.CloudEvent) bool {
 			return ce.Data.MethodName == "kafka.CreatePartitions" && ce.Data.AuthorizationInfo.ResourceName == "jobs" && ce.Data.Details["count"] == "3"
 		},
