@@ -207,6 +207,9 @@ func TestAuditSearch(t *testing.T) {
 	if evs := auditSearch(t, addr, "--until", time.Now().Add(-time.Hour).Format(time.RFC3339)); len(evs) != 0 {
 		t.Errorf("--until an hour ago: %d events", len(evs))
 	}
+	if evs := auditSearch(t, addr, "--since", time.Now().Add(time.Hour).Format(time.RFC3339)); len(evs) != 0 {
+		t.Errorf("--since an hour from now: %d events", len(evs))
+	}
 	if evs := auditSearch(t, addr, "--limit", "1"); len(evs) != 1 {
 		t.Errorf("--limit 1: %d events", len(evs))
 	}
