@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/audit"
 	"github.com/berthmq/berth/internal/auth"
@@ -396,6 +397,41 @@ func TestAuditManagementEventsInFile(t *testing.T) {
 		}
 		if len(missing) > 0 {
 			return fmt.Errorf("no event for %v in the audit file:\n%s", missing, b)
+		}
+		return nil
+	})
+}
+
+// On a cluster every node's events reach __berth_audit: with one
+// partition, whose leader is one node, the other two append through the
+// broker-to-broker client (ReplicaSink's Produce to the leader).
+func TestAuditCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three berth processes")
+	}
+	c := testcluster.StartCluster(t, 3, "--audit.log.enable", "true", "--audit.log.topic.num.partitions", "1")
+	ctx := ctxT(t, 2*time.Minute)
+	for _, id := range c.IDs() {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{fmt.Sprintf("audit-probe-%d", id)}
+		if _, err := testcluster.DirectRequest(ctx, c.Direct(t, id), req); err != nil {
+			t.Fatalf("DeleteGroups to node %d: %v", id, err)
+		}
+	}
+	addrs := strings.Join(c.Addrs(), ",")
+	poll.Until(t, time.Minute, func() error {
+		out, err := runAuditSearch(addrs, "--operation", "DeleteGroups", "--resource", "group:audit-probe-*", "--json")
+		if err != nil {
+			return err
+		}
+		sources := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if ce, err := audit.Decode([]byte(l)); err == nil {
+				sources[ce.Source] = true
+			}
+		}
+		if len(sources) != 3 {
+			return fmt.Errorf("events from %d nodes, want 3: %v", len(sources), sources)
 		}
 		return nil
 	})

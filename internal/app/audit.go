@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"net"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,12 +51,7 @@ func (n *Node) startAudit(cfg *config.Config) error {
 			_, err := n.topics.EnsureInternal(ctx, spec)
 			return err
 		},
-		Listener: func() net.Addr {
-			if n.kafka == nil {
-				return nil
-			}
-			return n.kafka.Addr()
-		},
+		Sink: (&audit.ReplicaSink{Replicas: n.replicas, Image: n.ctrl.Image, Peers: n.peers, NodeID: n.nodeID}).Write,
 		Logger: n.log.With("component", "audit"),
 	})
 	if err := w.Start(); err != nil {

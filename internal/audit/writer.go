@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berthmq/berth/internal/auth"
 )
@@ -48,10 +45,10 @@ type Config struct {
 	// Ensure creates __berth_audit if it does not exist
 	// (cluster.Topics.EnsureInternal with TopicSpec's settings).
 	Ensure func(ctx context.Context) error
-	// Listener returns this node's Kafka listener, nil until it serves;
-	// the events are produced through a client bootstrapped there.
-	Listener func() net.Addr
-	Logger   *slog.Logger
+	// Sink appends records to __berth_audit (ReplicaSink.Write) and
+	// returns those it could not; used when Topic is set.
+	Sink   func(ctx context.Context, recs []Record) (rest []Record, err error)
+	Logger *slog.Logger
 }
 
 // Metrics counts the writer's events.
@@ -80,7 +77,6 @@ type Writer struct {
 	agg      map[aggKey]*aggEntry
 	aggStart time.Time
 
-	cl       *kgo.Client
 	file     *os.File
 	ensured  bool
 	errorLog time.Time
@@ -142,9 +138,6 @@ func (w *Writer) Close() {
 			<-w.done
 		}
 		w.cancel()
-		if w.cl != nil {
-			w.cl.Close()
-		}
 		if w.file != nil {
 			w.file.Close()
 		}
@@ -267,11 +260,11 @@ func (w *Writer) write(batch []pending) {
 	}
 	cluster := w.cfg.ClusterID()
 	src := Source(cluster, w.cfg.NodeID)
-	recs := make([]*kgo.Record, len(batch))
+	recs := make([]Record, len(batch))
 	var lines []byte
 	for i, p := range batch {
 		v := Encode(Build(p.e, cluster, src, p.agg))
-		recs[i] = &kgo.Record{Topic: Topic, Key: []byte(principal(p.e)), Value: v, Timestamp: p.e.Time}
+		recs[i] = Record{Key: []byte(principal(p.e)), Value: v, Time: p.e.Time}
 		if w.file != nil {
 			lines = append(append(lines, v...), '\n')
 		}
@@ -288,59 +281,41 @@ func (w *Writer) write(batch []pending) {
 	if !w.cfg.Topic {
 		return
 	}
-	err := w.produce(recs)
+	all := len(recs)
+	rest, err := w.produce(recs)
 	// A cluster starting (the topic waits for its brokers) or a leader
-	// moving: try again a few times, while new events wait in the buffer.
+	// moving: try the rest again a few times, while new events wait in
+	// the buffer.
 	for wait := 500 * time.Millisecond; err != nil && wait <= 4*time.Second; wait *= 2 {
 		select {
 		case <-w.ctx.Done():
 		case <-time.After(wait):
-			err = w.produce(recs)
+			rest, err = w.produce(rest)
 			continue
 		}
 		break
 	}
 	if err != nil {
-		w.Metrics.Dropped.Add(int64(len(recs)))
-		w.fail("writing "+strconv.Itoa(len(recs))+" events to "+Topic, err)
-		return
+		w.Metrics.Dropped.Add(int64(len(rest)))
+		w.fail("writing "+strconv.Itoa(len(rest))+" events to "+Topic, err)
 	}
-	w.Metrics.Written.Add(int64(len(recs)))
+	w.Metrics.Written.Add(int64(all - len(rest)))
 }
 
-func (w *Writer) produce(recs []*kgo.Record) error {
+func (w *Writer) produce(recs []Record) (rest []Record, err error) {
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
 	if !w.ensured && w.cfg.Ensure != nil {
 		if err := w.cfg.Ensure(ctx); err != nil {
-			return fmt.Errorf("creating %s: %w", Topic, err)
+			return recs, fmt.Errorf("creating %s: %w", Topic, err)
 		}
 		w.ensured = true
 	}
-	if w.cl == nil {
-		addr := w.cfg.Listener()
-		if addr == nil {
-			return errors.New("the Kafka listener is not serving yet")
-		}
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(loopback(addr)),
-			kgo.ClientID(ClientIDPrefix+strconv.Itoa(int(w.cfg.NodeID))),
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerLinger(0),
-			kgo.RecordDeliveryTimeout(25*time.Second),
-			kgo.MetadataMinAge(250*time.Millisecond),
-		)
-		if err != nil {
-			return err
-		}
-		w.cl = cl
+	if w.cfg.Sink == nil {
+		return recs, errors.New("no sink")
 	}
-	return w.cl.ProduceSync(ctx, recs...).FirstErr()
+	return w.cfg.Sink(ctx, recs)
 }
-
-// ClientIDPrefix starts the client id of a node's audit writer; its own
-// produce requests are not audited.
-const ClientIDPrefix = "berth-audit-"
 
 // fail counts a failed write and logs it at most every 30 s.
 func (w *Writer) fail(what string, err error) {
@@ -349,17 +324,4 @@ func (w *Writer) fail(what string, err error) {
 		w.errorLog = now
 		w.log.Warn("audit write failed; events dropped", "what", what, "err", err)
 	}
-}
-
-// loopback is the address to dial for a listener bound to addr: a
-// wildcard address becomes 127.0.0.1.
-func loopback(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return addr.String()
-	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }

@@ -169,7 +169,7 @@ func auditProduce(b *Broker, req *server.Request, resp kmsg.Response, ev func(au
 			im = b.image()
 		}
 		name := topicName(im, t.Topic, t.TopicID)
-		if name == auditTopic || strings.HasPrefix(req.ClientID, "berth-audit-") {
+		if name == auditTopic {
 			continue
 		}
 		if dataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
