@@ -51,7 +51,7 @@ func (n *Node) startAudit(cfg *config.Config) error {
 			_, err := n.topics.EnsureInternal(ctx, spec)
 			return err
 		},
-		Sink: (&audit.ReplicaSink{Replicas: n.replicas, Image: n.ctrl.Image, Peers: n.peers, NodeID: n.nodeID}).Write,
+		Sink:   (&audit.ReplicaSink{Replicas: n.replicas, Image: n.ctrl.Image, Peers: n.peers, NodeID: n.nodeID}).Write,
 		Logger: n.log.With("component", "audit"),
 	})
 	if err := w.Start(); err != nil {
