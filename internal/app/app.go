@@ -398,7 +398,7 @@ func (n *Node) Close() error {
 		cancel()
 	}
 	if n.audit != nil {
-		n.audit.Close() // its last batch goes out through the listener
+		n.audit.Close() // its last batch, while the replicas and peers it writes through are open
 	}
 	if n.kafka != nil {
 		errs = append(errs, n.kafka.Close())

@@ -75,8 +75,9 @@ type Topics struct {
 }
 
 // EnsureInternal returns the internal topic t, creating it on first use:
-// compacted (unless t.Configs says otherwise), its replication factor setting capped at the cluster's nodes
-// (so one node works with the default of 3). While fewer brokers are live
+// compacted (unless t.Configs says otherwise), its replication factor
+// setting capped at the cluster's nodes (so one node works with the
+// default of 3). While fewer brokers are live
 // than that (a cluster starting, or a node down) it answers
 // COORDINATOR_NOT_AVAILABLE, which clients retry, rather than create the
 // topic with fewer replicas for good.
