@@ -174,6 +174,9 @@ func Build(e auth.Event, clusterID, src string, agg *Aggregation) CloudEvent {
 	if !e.Allowed || e.Error != "" {
 		d.Result.Status = StatusFailure
 	}
+	if e.Kind == "authorization" && !e.Allowed && e.Error == "" {
+		d.Result.Message = deniedError(e.ResourceType)
+	}
 	if e.Kind == "authentication" {
 		d.AuthenticationInfo.Mechanism = e.Method
 	}
@@ -199,6 +202,22 @@ func Build(e auth.Event, clusterID, src string, agg *Aggregation) CloudEvent {
 		SpecVersion: "1.0", ID: newID(), Source: src, Type: TypeOf(e), Time: t.UTC(),
 		Subject: subject, DataContentType: "application/json", Data: d,
 	}
+}
+
+// deniedError is the Kafka error a denial on a resource type answers,
+// for a denial recorded without one.
+func deniedError(resourceType string) string {
+	switch Normalize(resourceType) {
+	case "topic":
+		return "TOPIC_AUTHORIZATION_FAILED"
+	case "group":
+		return "GROUP_AUTHORIZATION_FAILED"
+	case "transactionalid":
+		return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+	case "delegationtoken":
+		return "DELEGATION_TOKEN_AUTHORIZATION_FAILED"
+	}
+	return "CLUSTER_AUTHORIZATION_FAILED"
 }
 
 // method is Confluent's methodName: kafka.<API> (kafka.CreateTopics);

@@ -74,6 +74,9 @@ func TestCloudEventShape(t *testing.T) {
 		ce.Data.AuthenticationInfo.Mechanism != "SCRAM-SHA-512" || ce.Data.AuthorizationInfo != nil || ce.Data.Result.Status != StatusFailure {
 		t.Errorf("authentication event: %+v", ce)
 	}
+	if ce := Build(auth.Event{Kind: KindAuthorization, Operation: "READ", ResourceType: "GROUP", ResourceName: "g"}, "c1", "s", nil); ce.Data.Result.Message != "GROUP_AUTHORIZATION_FAILED" {
+		t.Errorf("a denial recorded without its error: result %+v", ce.Data.Result)
+	}
 	if ce := Build(auth.Event{Kind: KindManagement, Type: "io.berth.dlq.purge", Allowed: true}, "c1", "s", nil); ce.Type != "io.berth.dlq.purge" || ce.Data.Result.Status != StatusSuccess {
 		t.Errorf("typed event: %+v", ce)
 	}
