@@ -14,6 +14,7 @@ package handler
 // Nothing here runs when the audit trail is off (NopAuditor).
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -65,20 +66,32 @@ func (b *Broker) auditReply(req *server.Request, r server.Reply) server.Reply {
 	return func() kmsg.Response {
 		resp := r()
 		if resp != nil && req.Body != nil {
-			base := b.auditBase(req)
 			f(b, req, resp, func(e auth.Event) {
-				e.Time, e.Principal, e.Host, e.Listener, e.ClientID = base.Time, base.Principal, base.Host, base.Listener, base.ClientID
-				if e.Kind == "" {
-					e.Kind = "management"
-				}
-				if e.Method == "" {
-					e.Method = base.Method
-				}
-				b.Auditor.Audit(e)
+				e.Kind = cmp.Or(e.Kind, "management")
+				b.auditRequest(req, e)
 			})
 		}
 		return resp
 	}
+}
+
+// auditRequest sends e, filled in with what req says of who asked (time,
+// principal, client address, listener, client id, API) where e leaves
+// it empty. The authorizer's and SASL's events can go through it to
+// carry the request's metadata.
+func (b *Broker) auditRequest(req *server.Request, e auth.Event) {
+	base := b.auditBase(req)
+	if e.Time.IsZero() {
+		e.Time = base.Time
+	}
+	if e.Principal.IsZero() {
+		e.Principal = base.Principal
+	}
+	e.Host = cmp.Or(e.Host, base.Host)
+	e.Listener = cmp.Or(e.Listener, base.Listener)
+	e.ClientID = cmp.Or(e.ClientID, base.ClientID)
+	e.Method = cmp.Or(e.Method, base.Method)
+	b.Auditor.Audit(e)
 }
 
 // auditBase is what every event of req carries.
@@ -91,9 +104,9 @@ func (b *Broker) auditBase(req *server.Request) auth.Event {
 	return e
 }
 
-// outcome fills an event's Allowed and Error from a Kafka error code: an
+// auditOutcome fills an event's Allowed and Error from a Kafka error code: an
 // authorization failure is a denial, another error a failed change.
-func outcome(e auth.Event, code int16) auth.Event {
+func auditOutcome(e auth.Event, code int16) auth.Event {
 	e.Allowed = true
 	if code == 0 {
 		return e
@@ -104,20 +117,20 @@ func outcome(e auth.Event, code int16) auth.Event {
 	} else {
 		e.Error = "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
 	}
-	if authorizationCodes[code] {
+	if auditDeniedCodes[code] {
 		e.Allowed = false
 	}
 	return e
 }
 
-// authorizationCodes are Kafka's *_AUTHORIZATION_FAILED codes (topic 29,
+// auditDeniedCodes are Kafka's *_AUTHORIZATION_FAILED codes (topic 29,
 // group 30, cluster 31, transactional id 53, delegation token 65), read
 // from responses here, by number (docs_test takes a kerr name in handler
 // code for a code the handlers return).
-var authorizationCodes = map[int16]bool{29: true, 30: true, 31: true, 53: true, 65: true}
+var auditDeniedCodes = map[int16]bool{29: true, 30: true, 31: true, 53: true, 65: true}
 
-// firstErr is the first non-zero code.
-func firstErr(codes ...int16) int16 {
+// auditFirstErr is the first non-zero code.
+func auditFirstErr(codes ...int16) int16 {
 	for _, c := range codes {
 		if c != 0 {
 			return c
@@ -126,27 +139,27 @@ func firstErr(codes ...int16) int16 {
 	return 0
 }
 
-// sensitiveConfig reports a config whose value is a secret, logged
+// auditSensitive reports a config whose value is a secret, logged
 // redacted: Kafka's password-type settings and JAAS configs.
-func sensitiveConfig(name string) bool {
+func auditSensitive(name string) bool {
 	n := strings.ToLower(name)
 	return strings.HasSuffix(n, ".password") || strings.HasSuffix(n, "sasl.jaas.config") ||
 		strings.Contains(n, "secret") || strings.HasSuffix(n, ".key") || strings.Contains(n, "credentials")
 }
 
-// configValue is how a config value is recorded.
-func configValue(name string, v *string) string {
+// auditConfigValue is how a config value is recorded.
+func auditConfigValue(name string, v *string) string {
 	switch {
 	case v == nil:
 		return "(null)"
-	case sensitiveConfig(name):
+	case auditSensitive(name):
 		return "[redacted]"
 	}
 	return *v
 }
 
-// topicName names a topic of a response by name or, from v13 on, id.
-func topicName(im *metadata.Image, name string, id [16]byte) string {
+// auditTopicName names a topic of a response by name or, from v13 on, id.
+func auditTopicName(im *metadata.Image, name string, id [16]byte) string {
 	if name != "" {
 		return name
 	}
@@ -168,11 +181,11 @@ func auditProduce(b *Broker, req *server.Request, resp kmsg.Response, ev func(au
 		if t.Topic == "" && im == nil {
 			im = b.image()
 		}
-		name := topicName(im, t.Topic, t.TopicID)
+		name := auditTopicName(im, t.Topic, t.TopicID)
 		if name == auditTopic {
 			continue
 		}
-		if dataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
+		if auditDataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
 			ev(auth.Event{Kind: "authorization", Operation: "WRITE", ResourceType: "TOPIC", ResourceName: name, Allowed: true})
 		}
 	}
@@ -197,8 +210,8 @@ func auditFetch(b *Broker, req *server.Request, resp kmsg.Response, ev func(auth
 		if t.Topic == "" && im == nil {
 			im = b.image()
 		}
-		if dataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
-			ev(auth.Event{Kind: "authorization", Operation: "READ", ResourceType: "TOPIC", ResourceName: topicName(im, t.Topic, t.TopicID), Allowed: true})
+		if auditDataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
+			ev(auth.Event{Kind: "authorization", Operation: "READ", ResourceType: "TOPIC", ResourceName: auditTopicName(im, t.Topic, t.TopicID), Allowed: true})
 		}
 	}
 }
@@ -210,15 +223,15 @@ func auditShareFetch(b *Broker, req *server.Request, resp kmsg.Response, ev func
 	}
 	im := b.image()
 	for _, t := range r.Topics {
-		if dataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
-			ev(auth.Event{Kind: "authorization", Operation: "READ", ResourceType: "TOPIC", ResourceName: topicName(im, "", t.TopicID), Allowed: true})
+		if auditDataAllowed(len(t.Partitions), func(i int) int16 { return t.Partitions[i].ErrorCode }) {
+			ev(auth.Event{Kind: "authorization", Operation: "READ", ResourceType: "TOPIC", ResourceName: auditTopicName(im, "", t.TopicID), Allowed: true})
 		}
 	}
 }
 
-// dataAllowed reports a topic of a produce or fetch answer whose access
+// auditDataAllowed reports a topic of a produce or fetch answer whose access
 // was allowed: some partition not refused by authorization.
-func dataAllowed(n int, code func(int) int16) bool {
+func auditDataAllowed(n int, code func(int) int16) bool {
 	for i := 0; i < n; i++ {
 		if code(i) != 29 { // TOPIC_AUTHORIZATION_FAILED
 			return true
@@ -242,12 +255,12 @@ func auditCreateTopics(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 	for _, t := range q.Topics {
 		d := map[string]string{"partitions": strconv.Itoa(int(t.NumPartitions)), "replication_factor": strconv.Itoa(int(t.ReplicationFactor))}
 		for _, c := range t.Configs {
-			d["config."+c.Name] = configValue(c.Name, c.Value)
+			d["config."+c.Name] = auditConfigValue(c.Name, c.Value)
 		}
 		if q.ValidateOnly {
 			d["validate_only"] = "true"
 		}
-		ev(outcome(auth.Event{Operation: "CREATE", ResourceType: "TOPIC", ResourceName: t.Topic, Detail: d}, codes[t.Topic]))
+		ev(auditOutcome(auth.Event{Operation: "CREATE", ResourceType: "TOPIC", ResourceName: t.Topic, Detail: d}, codes[t.Topic]))
 	}
 }
 
@@ -263,7 +276,7 @@ func auditDeleteTopics(b *Broker, req *server.Request, resp kmsg.Response, ev fu
 		} else {
 			name = fmt.Sprintf("%x", t.TopicID)
 		}
-		ev(outcome(auth.Event{Operation: "DELETE", ResourceType: "TOPIC", ResourceName: name}, t.ErrorCode))
+		ev(auditOutcome(auth.Event{Operation: "DELETE", ResourceType: "TOPIC", ResourceName: name}, t.ErrorCode))
 	}
 }
 
@@ -289,7 +302,7 @@ func auditDeleteRecords(_ *Broker, req *server.Request, resp kmsg.Response, ev f
 		if req.ClientID == ClientIDDLQPurge {
 			e.Type = "io.berth.dlq.purge"
 		}
-		ev(outcome(e, firstErr(codes[t.Topic]...)))
+		ev(auditOutcome(e, auditFirstErr(codes[t.Topic]...)))
 	}
 }
 
@@ -308,7 +321,7 @@ func auditCreatePartitions(_ *Broker, req *server.Request, resp kmsg.Response, e
 		if q.ValidateOnly {
 			d["validate_only"] = "true"
 		}
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic, Detail: d}, codes[t.Topic]))
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic, Detail: d}, codes[t.Topic]))
 	}
 }
 
@@ -329,12 +342,12 @@ func auditReassign(_ *Broker, req *server.Request, resp kmsg.Response, ev func(a
 		for _, p := range t.Partitions {
 			s := strconv.Itoa(int(p.Partition)) + "=cancel"
 			if p.Replicas != nil {
-				s = strconv.Itoa(int(p.Partition)) + "=" + joinInts(p.Replicas)
+				s = strconv.Itoa(int(p.Partition)) + "=" + auditJoinInts(p.Replicas)
 			}
 			parts = append(parts, s)
 		}
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic,
-			Detail: map[string]string{"reassignment": strings.Join(parts, " ")}}, firstErr(append([]int16{r.ErrorCode}, codes[t.Topic]...)...)))
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic,
+			Detail: map[string]string{"reassignment": strings.Join(parts, " ")}}, auditFirstErr(append([]int16{r.ErrorCode}, codes[t.Topic]...)...)))
 	}
 }
 
@@ -346,7 +359,7 @@ func auditElectLeaders(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 	}
 	typ := map[int8]string{0: "preferred", 1: "unclean"}[q.ElectionType]
 	if q.Topics == nil {
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
 			Detail: map[string]string{"election_type": typ, "partitions": "all"}}, r.ErrorCode))
 		return
 	}
@@ -359,15 +372,15 @@ func auditElectLeaders(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 		}
 	}
 	for _, t := range q.Topics {
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic,
-			Detail: map[string]string{"election_type": typ, "partitions": joinInts(t.Partitions)}}, firstErr(append([]int16{r.ErrorCode}, codes[t.Topic]...)...)))
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "TOPIC", ResourceName: t.Topic,
+			Detail: map[string]string{"election_type": typ, "partitions": auditJoinInts(t.Partitions)}}, auditFirstErr(append([]int16{r.ErrorCode}, codes[t.Topic]...)...)))
 	}
 }
 
 // ---- configs ----
 
-// configResource names a config resource as the audit trail does.
-func configResource(t kmsg.ConfigResourceType, name string) (string, string) {
+// auditConfigResource names a config resource as the audit trail does.
+func auditConfigResource(t kmsg.ConfigResourceType, name string) (string, string) {
 	switch t {
 	case kmsg.ConfigResourceTypeTopic:
 		return "TOPIC", name
@@ -395,13 +408,13 @@ func auditAlterConfigs(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 	for _, x := range q.Resources {
 		d := map[string]string{"mode": "replace"}
 		for _, c := range x.Configs {
-			d["config."+c.Name] = configValue(c.Name, c.Value)
+			d["config."+c.Name] = auditConfigValue(c.Name, c.Value)
 		}
 		if q.ValidateOnly {
 			d["validate_only"] = "true"
 		}
-		typ, name := configResource(x.ResourceType, x.ResourceName)
-		ev(outcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: typ, ResourceName: name, Detail: d},
+		typ, name := auditConfigResource(x.ResourceType, x.ResourceName)
+		ev(auditOutcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: typ, ResourceName: name, Detail: d},
 			codes[[2]string{x.ResourceType.String(), x.ResourceName}]))
 	}
 }
@@ -424,7 +437,7 @@ func auditIncrementalAlterConfigs(_ *Broker, req *server.Request, resp kmsg.Resp
 				d["config."+c.Name] = "(" + op + ")"
 				continue
 			}
-			d["config."+c.Name] = configValue(c.Name, c.Value)
+			d["config."+c.Name] = auditConfigValue(c.Name, c.Value)
 			if c.Op != kmsg.IncrementalAlterConfigOpSet {
 				d["config."+c.Name] += " (" + op + ")"
 			}
@@ -432,8 +445,8 @@ func auditIncrementalAlterConfigs(_ *Broker, req *server.Request, resp kmsg.Resp
 		if q.ValidateOnly {
 			d["validate_only"] = "true"
 		}
-		typ, name := configResource(x.ResourceType, x.ResourceName)
-		ev(outcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: typ, ResourceName: name, Detail: d},
+		typ, name := auditConfigResource(x.ResourceType, x.ResourceName)
+		ev(auditOutcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: typ, ResourceName: name, Detail: d},
 			codes[[2]string{x.ResourceType.String(), x.ResourceName}]))
 	}
 }
@@ -446,7 +459,7 @@ func auditDeleteGroups(_ *Broker, _ *server.Request, resp kmsg.Response, ev func
 		return
 	}
 	for _, g := range r.Groups {
-		ev(outcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: g.Group}, g.ErrorCode))
+		ev(auditOutcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: g.Group}, g.ErrorCode))
 	}
 }
 
@@ -468,8 +481,8 @@ func auditOffsetDelete(_ *Broker, req *server.Request, resp kmsg.Response, ev fu
 			parts = append(parts, t.Topic+"/"+strconv.Itoa(int(p.Partition)))
 		}
 	}
-	ev(outcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: q.Group,
-		Detail: map[string]string{"offsets": strings.Join(parts, ",")}}, firstErr(codes...)))
+	ev(auditOutcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: q.Group,
+		Detail: map[string]string{"offsets": strings.Join(parts, ",")}}, auditFirstErr(codes...)))
 }
 
 // auditOffsetCommit records the commits of admin tools (berth group
@@ -494,7 +507,7 @@ func auditOffsetCommit(b *Broker, req *server.Request, resp kmsg.Response, ev fu
 		if t.Topic == "" && im == nil {
 			im = b.image() // v10+: topic ids
 		}
-		name := topicName(im, t.Topic, t.TopicID)
+		name := auditTopicName(im, t.Topic, t.TopicID)
 		for _, p := range t.Partitions {
 			parts = append(parts, name+"/"+strconv.Itoa(int(p.Partition))+"="+strconv.FormatInt(p.Offset, 10))
 		}
@@ -504,7 +517,7 @@ func auditOffsetCommit(b *Broker, req *server.Request, resp kmsg.Response, ev fu
 	if req.ClientID == ClientIDDLQRedrive {
 		e.Type = "io.berth.dlq.redrive"
 	}
-	ev(outcome(e, firstErr(codes...)))
+	ev(auditOutcome(e, auditFirstErr(codes...)))
 }
 
 func auditAlterShareOffsets(_ *Broker, req *server.Request, resp kmsg.Response, ev func(auth.Event)) {
@@ -525,8 +538,8 @@ func auditAlterShareOffsets(_ *Broker, req *server.Request, resp kmsg.Response, 
 			parts = append(parts, t.Topic+"/"+strconv.Itoa(int(p.Partition))+"="+strconv.FormatInt(p.StartOffset, 10))
 		}
 	}
-	ev(outcome(auth.Event{Operation: "READ", ResourceType: "GROUP", ResourceName: q.GroupID,
-		Detail: map[string]string{"start_offsets": strings.Join(parts, ",")}}, firstErr(codes...)))
+	ev(auditOutcome(auth.Event{Operation: "READ", ResourceType: "GROUP", ResourceName: q.GroupID,
+		Detail: map[string]string{"start_offsets": strings.Join(parts, ",")}}, auditFirstErr(codes...)))
 }
 
 func auditDeleteShareOffsets(_ *Broker, req *server.Request, resp kmsg.Response, ev func(auth.Event)) {
@@ -543,14 +556,14 @@ func auditDeleteShareOffsets(_ *Broker, req *server.Request, resp kmsg.Response,
 	for _, t := range q.Topics {
 		topics = append(topics, t.Topic)
 	}
-	ev(outcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: q.GroupID,
-		Detail: map[string]string{"topics": strings.Join(topics, ",")}}, firstErr(codes...)))
+	ev(auditOutcome(auth.Event{Operation: "DELETE", ResourceType: "GROUP", ResourceName: q.GroupID,
+		Detail: map[string]string{"topics": strings.Join(topics, ",")}}, auditFirstErr(codes...)))
 }
 
 // ---- ACLs, quotas, users ----
 
-// aclDetail describes an ACL binding.
-func aclDetail(principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) map[string]string {
+// auditACLDetail describes an ACL binding.
+func auditACLDetail(principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) map[string]string {
 	return map[string]string{"acl.principal": principal, "acl.host": host, "acl.operation": op.String(), "acl.permission": perm.String()}
 }
 
@@ -565,9 +578,9 @@ func auditCreateACLs(_ *Broker, req *server.Request, resp kmsg.Response, ev func
 		if i < len(r.Results) {
 			code = r.Results[i].ErrorCode
 		}
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(c.ResourceType.String()), ResourceName: c.ResourceName,
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(c.ResourceType.String()), ResourceName: c.ResourceName,
 			PatternType: strings.ToUpper(c.ResourcePatternType.String()),
-			Detail:      withAction(aclDetail(c.Principal, c.Host, c.Operation, c.PermissionType), "create")}, code))
+			Detail:      auditWithAction(auditACLDetail(c.Principal, c.Host, c.Operation, c.PermissionType), "create")}, code))
 	}
 }
 
@@ -591,19 +604,19 @@ func auditDeleteACLs(_ *Broker, req *server.Request, resp kmsg.Response, ev func
 			if f.ResourceName != nil {
 				name = *f.ResourceName
 			}
-			ev(outcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(f.ResourceType.String()), ResourceName: name,
+			ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(f.ResourceType.String()), ResourceName: name,
 				PatternType: strings.ToUpper(f.ResourcePatternType.String()), Detail: d}, res.ErrorCode))
 			continue
 		}
 		for _, m := range res.MatchingACLs {
-			ev(outcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(m.ResourceType.String()), ResourceName: m.ResourceName,
+			ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: strings.ToUpper(m.ResourceType.String()), ResourceName: m.ResourceName,
 				PatternType: strings.ToUpper(m.ResourcePatternType.String()),
-				Detail:      withAction(aclDetail(m.Principal, m.Host, m.Operation, m.PermissionType), "delete")}, m.ErrorCode))
+				Detail:      auditWithAction(auditACLDetail(m.Principal, m.Host, m.Operation, m.PermissionType), "delete")}, m.ErrorCode))
 		}
 	}
 }
 
-func withAction(d map[string]string, action string) map[string]string {
+func auditWithAction(d map[string]string, action string) map[string]string {
 	d["action"] = action
 	return d
 }
@@ -639,7 +652,7 @@ func auditAlterClientQuotas(_ *Broker, req *server.Request, resp kmsg.Response, 
 		if q.ValidateOnly {
 			d["validate_only"] = "true"
 		}
-		ev(outcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: "CLIENT_QUOTA", ResourceName: strings.Join(ent, ","), Detail: d}, code))
+		ev(auditOutcome(auth.Event{Operation: "ALTER_CONFIGS", ResourceType: "CLIENT_QUOTA", ResourceName: strings.Join(ent, ","), Detail: d}, code))
 	}
 }
 
@@ -657,11 +670,11 @@ func auditAlterSCRAM(_ *Broker, req *server.Request, resp kmsg.Response, ev func
 	}
 	mech := map[int8]string{1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 	for _, d := range q.Deletions {
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "USER", ResourceName: d.Name,
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "USER", ResourceName: d.Name,
 			Detail: map[string]string{"action": "delete", "mechanism": mech[d.Mechanism]}}, codes[d.Name]))
 	}
 	for _, u := range q.Upsertions {
-		ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "USER", ResourceName: u.Name,
+		ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "USER", ResourceName: u.Name,
 			Detail: map[string]string{"action": "upsert", "mechanism": mech[u.Mechanism], "iterations": strconv.Itoa(int(u.Iterations))}}, codes[u.Name]))
 	}
 }
@@ -674,7 +687,7 @@ func auditAddVoter(_ *Broker, req *server.Request, resp kmsg.Response, ev func(a
 	if q == nil || r == nil {
 		return
 	}
-	ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
+	ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
 		Detail: map[string]string{"action": "add_voter", "voter_id": strconv.Itoa(int(q.VoterID))}}, r.ErrorCode))
 }
 
@@ -684,11 +697,11 @@ func auditRemoveVoter(_ *Broker, req *server.Request, resp kmsg.Response, ev fun
 	if q == nil || r == nil {
 		return
 	}
-	ev(outcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
+	ev(auditOutcome(auth.Event{Operation: "ALTER", ResourceType: "CLUSTER", ResourceName: "kafka-cluster",
 		Detail: map[string]string{"action": "remove_voter", "voter_id": strconv.Itoa(int(q.VoterID))}}, r.ErrorCode))
 }
 
-func joinInts(v []int32) string {
+func auditJoinInts(v []int32) string {
 	s := make([]string, len(v))
 	for i, x := range v {
 		s[i] = strconv.Itoa(int(x))

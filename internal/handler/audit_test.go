@@ -11,17 +11,17 @@ import (
 	"github.com/berthmq/berth/internal/server"
 )
 
-type recAuditor struct {
+type auditRecorder struct {
 	mu  sync.Mutex
 	evs []auth.Event
 }
 
-func (r *recAuditor) Audit(e auth.Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
+func (r *auditRecorder) Audit(e auth.Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
 
-// audited runs req's reply through auditReply and returns the events.
-func audited(t *testing.T, key int16, req kmsg.Request, resp kmsg.Response, clientID string) []auth.Event {
+// runAudited runs req's reply through auditReply and returns the events.
+func runAudited(t *testing.T, key int16, req kmsg.Request, resp kmsg.Response, clientID string) []auth.Event {
 	t.Helper()
-	rec := &recAuditor{}
+	rec := &auditRecorder{}
 	b := &Broker{Config: Config{Auditor: rec}}
 	r := b.auditReply(&server.Request{Key: key, Body: req, ClientID: clientID}, now(resp))
 	if got := r(); got != resp {
@@ -37,7 +37,7 @@ func TestAuditSecretsAndKeysByNumber(t *testing.T) {
 		Upsertions: []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "alice", Mechanism: 2, Iterations: 8192, Salt: []byte("SALTSALT"), SaltedPassword: []byte("HUNTER2HASH")}},
 		Deletions:  []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "bob", Mechanism: 1}},
 	}
-	evs := audited(t, 51, scram, &kmsg.AlterUserSCRAMCredentialsResponse{Results: []kmsg.AlterUserSCRAMCredentialsResponseResult{{User: "alice"}, {User: "bob", ErrorCode: 91}}}, "")
+	evs := runAudited(t, 51, scram, &kmsg.AlterUserSCRAMCredentialsResponse{Results: []kmsg.AlterUserSCRAMCredentialsResponseResult{{User: "alice"}, {User: "bob", ErrorCode: 91}}}, "")
 	if len(evs) != 2 {
 		t.Fatalf("%d events, want 2", len(evs))
 	}
@@ -66,7 +66,7 @@ func TestAuditSecretsAndKeysByNumber(t *testing.T) {
 			{Name: "log.retention.ms", Value: &retention},
 		},
 	}}}
-	evs = audited(t, 44, cfg, &kmsg.IncrementalAlterConfigsResponse{Resources: []kmsg.IncrementalAlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeBroker}}}, "")
+	evs = runAudited(t, 44, cfg, &kmsg.IncrementalAlterConfigsResponse{Resources: []kmsg.IncrementalAlterConfigsResponseResource{{ResourceType: kmsg.ConfigResourceTypeBroker}}}, "")
 	if len(evs) != 1 || evs[0].ResourceType != "CLUSTER" || evs[0].Detail["config.log.retention.ms"] != "1000" ||
 		evs[0].Detail["config.listener.name.sasl_ssl.ssl.key.password"] != "[redacted]" ||
 		evs[0].Detail["config.listener.name.sasl_ssl.plain.sasl.jaas.config"] != "[redacted]" {
@@ -77,7 +77,7 @@ func TestAuditSecretsAndKeysByNumber(t *testing.T) {
 		Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("meridian")}},
 		Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1048576}},
 	}}}
-	evs = audited(t, 49, quota, &kmsg.AlterClientQuotasResponse{Entries: []kmsg.AlterClientQuotasResponseEntry{{}}}, "")
+	evs = runAudited(t, 49, quota, &kmsg.AlterClientQuotasResponse{Entries: []kmsg.AlterClientQuotasResponseEntry{{}}}, "")
 	if len(evs) != 1 || evs[0].ResourceName != "user=meridian" || evs[0].Detail["quota.producer_byte_rate"] != "1048576" {
 		t.Errorf("quota events %+v", evs)
 	}
@@ -86,7 +86,7 @@ func TestAuditSecretsAndKeysByNumber(t *testing.T) {
 		ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders", ResourcePatternType: kmsg.ACLResourcePatternTypeLiteral,
 		Principal: "User:harbor-retail", Host: "*", Operation: kmsg.ACLOperationWrite, PermissionType: kmsg.ACLPermissionTypeAllow,
 	}}}
-	evs = audited(t, 30, acls, &kmsg.CreateACLsResponse{Results: []kmsg.CreateACLsResponseResult{{ErrorCode: 31}}}, "")
+	evs = runAudited(t, 30, acls, &kmsg.CreateACLsResponse{Results: []kmsg.CreateACLsResponseResult{{ErrorCode: 31}}}, "")
 	if len(evs) != 1 || evs[0].ResourceType != "TOPIC" || evs[0].ResourceName != "orders" || evs[0].PatternType != "LITERAL" ||
 		evs[0].Detail["acl.principal"] != "User:harbor-retail" || evs[0].Detail["acl.operation"] != "WRITE" ||
 		evs[0].Allowed || evs[0].Error != "CLUSTER_AUTHORIZATION_FAILED" {
@@ -94,7 +94,7 @@ func TestAuditSecretsAndKeysByNumber(t *testing.T) {
 	}
 
 	del := &kmsg.DeleteACLsRequest{Filters: []kmsg.DeleteACLsRequestFilter{{ResourceType: kmsg.ACLResourceTypeAny}}}
-	evs = audited(t, 31, del, &kmsg.DeleteACLsResponse{Results: []kmsg.DeleteACLsResponseResult{{MatchingACLs: []kmsg.DeleteACLsResponseResultMatchingACL{
+	evs = runAudited(t, 31, del, &kmsg.DeleteACLsResponse{Results: []kmsg.DeleteACLsResponseResult{{MatchingACLs: []kmsg.DeleteACLsResponseResultMatchingACL{
 		{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "g", Principal: "User:x", Host: "*", Operation: kmsg.ACLOperationRead, PermissionType: kmsg.ACLPermissionTypeAllow},
 		{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", Principal: "User:x", Host: "*", Operation: kmsg.ACLOperationRead, PermissionType: kmsg.ACLPermissionTypeDeny},
 	}}}}, "")
@@ -111,7 +111,7 @@ func TestAuditProduceAllows(t *testing.T) {
 		{Topic: "orders", Partitions: []kmsg.ProduceResponseTopicPartition{{}}},
 		{Topic: "secret", Partitions: []kmsg.ProduceResponseTopicPartition{{ErrorCode: 29}}},
 	}}
-	evs := audited(t, 0, &kmsg.ProduceRequest{}, resp, "app")
+	evs := runAudited(t, 0, &kmsg.ProduceRequest{}, resp, "app")
 	if len(evs) != 1 || evs[0].ResourceName != "orders" || evs[0].Operation != "WRITE" || !evs[0].Allowed || evs[0].Kind != "authorization" || evs[0].ClientID != "app" {
 		t.Errorf("produce events %+v", evs)
 	}
