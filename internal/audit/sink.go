@@ -94,7 +94,16 @@ func (s *ReplicaSink) writePartition(ctx context.Context, im *metadata.Image, t 
 		if err != nil {
 			return err
 		}
-		return part.WaitDurable(res.Durable, res.Gen, time.Now().Add(timeout), true)
+		// WaitDurable ends at its deadline, not with ctx: wait for ctx
+		// too, so a node that stops is not held by a write it gives up.
+		done := make(chan error, 1)
+		go func() { done <- part.WaitDurable(res.Durable, res.Gen, time.Now().Add(timeout), true) }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	b, ok := im.Broker(mp.Leader)
 	if !ok {
