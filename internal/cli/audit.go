@@ -323,7 +323,7 @@ func printAudit(w io.Writer, hits []auditHit, asJSON bool) error {
 		res := "-"
 		if a := d.AuthorizationInfo; a != nil {
 			op += " " + a.Operation
-			res = strings.ToLower(a.ResourceType)
+			res = kebab(a.ResourceType)
 			if res != "cluster" {
 				res += ":" + a.ResourceName
 			}
@@ -351,4 +351,20 @@ func printAudit(w io.Writer, hits []auditHit, asJSON bool) error {
 		t.row(when, d.AuthenticationInfo.Principal, dashIfEmpty(client), op, res, result)
 	}
 	return t.flush()
+}
+
+// kebab writes a resource type as --resource takes it: TransactionalId
+// becomes transactional-id.
+func kebab(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

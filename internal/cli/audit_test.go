@@ -87,6 +87,14 @@ func TestAuditFilterMatch(t *testing.T) {
 	}
 }
 
+func TestAuditKebab(t *testing.T) {
+	for in, want := range map[string]string{"TransactionalId": "transactional-id", "Topic": "topic", "ClientQuota": "client-quota", "Cluster": "cluster"} {
+		if got := kebab(in); got != want {
+			t.Errorf("kebab(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func FuzzAuditFilter(f *testing.F) {
 	f.Add("User:alice", "topic:orders", "2026-11-24", "24h", "read", "authorization")
 	f.Add("", "cluster", "7d", "2026-11-24T10:00:00Z", "ALTER_CONFIGS", "io.berth.dlq.purge")
