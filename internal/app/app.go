@@ -28,6 +28,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/berthmq/berth/internal/audit"
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/dlq"
@@ -59,6 +60,7 @@ type Node struct {
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
 	dlq      *dlq.Writer             // the share groups' dead-letter writes
+	audit    *audit.Writer           // the audit trail; nil when off (audit.log.enable)
 	loaders  *replica.Loaders        // the coordinators' partitions, loaded where this node leads
 	states   *sharestate.Coordinator // the share coordinator
 	txns     *txn.Coordinator
@@ -256,6 +258,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		Topics: n.topics, ProducerIDs: n.pids,
 	})
 	n.kh = h
+	if err := n.startAudit(cfg); err != nil {
+		return nil, err
+	}
 	n.kafka = server.New(ln, h, server.Config{
 		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
 		QueuedMaxBytes:     cfg.Int("queued.max.request.bytes"),
@@ -391,6 +396,9 @@ func (n *Node) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.http.Shutdown(ctx)
 		cancel()
+	}
+	if n.audit != nil {
+		n.audit.Close() // its last batch, while the replicas and peers it writes through are open
 	}
 	if n.kafka != nil {
 		errs = append(errs, n.kafka.Close())

@@ -62,6 +62,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	gauge := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
+	n.registerAuditMetrics(reg)
 	gauge("berth_server_connections", "Open Kafka connections.", func() float64 { return float64(sm.ConnectionsOpen.Load()) })
 	counter("berth_server_connections_total", "Kafka connections accepted.", func() float64 { return float64(sm.ConnectionsTotal.Load()) })
 	counter("berth_server_requests_total", "Kafka requests read.", func() float64 { return float64(sm.Requests.Load()) })

@@ -29,6 +29,14 @@ type Event struct {
 	// Detail carries what the change was (a config key and value, an
 	// ACL binding), free form, never a secret.
 	Detail map[string]string
+	// ClientID is the request's client id (requestMetadata.client_id).
+	ClientID string
+	// PatternType is the ACL pattern type that decided an authorization
+	// (LITERAL, PREFIXED); empty when unknown.
+	PatternType string
+	// Type, if set, overrides the CloudEvents type the writer derives from
+	// Kind (io.berth.kafka.<kind>), e.g. io.berth.dlq.purge.
+	Type string
 }
 
 // Auditor takes audit events. Audit never blocks the caller for long: a

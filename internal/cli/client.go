@@ -5,6 +5,7 @@ package cli
 // errors into messages that say what to do next.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ type clientFlags struct {
 	bootstrap string
 	json      bool
 	timeout   time.Duration
+	clientID  string // "" is berth-cli; set by commands the audit trail marks (berth dlq purge, redrive)
 }
 
 // addClientFlags registers the common client flags on cmd (persistent, so
@@ -78,7 +80,7 @@ func (f *clientFlags) seeds() []string {
 func (f *clientFlags) baseOpts() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(f.seeds()...),
-		kgo.ClientID("berth-cli"),
+		kgo.ClientID(cmp.Or(f.clientID, "berth-cli")),
 		kgo.DialTimeout(min(f.timeout, 10*time.Second)),
 		kgo.RetryTimeout(f.timeout),
 	}

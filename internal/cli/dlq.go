@@ -644,6 +644,7 @@ func newDLQPurgeCmd(cf *clientFlags) *cobra.Command {
 			if group == "" {
 				group = redriveGroupPrefix + topic
 			}
+			cf.clientID = "berth-dlq-purge" // the audit trail's io.berth.dlq.purge (handler.ClientIDDLQPurge)
 			return withDLQAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 				if err := requireDLQTopic(ctx, adm, topic, prefix); err != nil {
 					return cf.explain(err)

@@ -99,6 +99,7 @@ func newDLQRedriveCmd(cf *clientFlags) *cobra.Command {
 			if o.group == "" {
 				o.group = redriveGroupPrefix + topic
 			}
+			cf.clientID = "berth-dlq-redrive" // the audit trail's io.berth.dlq.redrive (handler.ClientIDDLQRedrive)
 			return withDLQAdmin(cmd, cf, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 				res, err := redrive(ctx, cf, adm, topic, o, f, cmd.ErrOrStderr())
 				if res == nil {

@@ -29,16 +29,19 @@ type InternalTopic struct {
 	// MinISR, if set, is the setting of the topic's min.insync.replicas,
 	// capped at its replication factor.
 	MinISR string
+	// Configs, if set, are topic configs set over the defaults at
+	// creation (the audit topic: cleanup.policy=delete, retention.ms).
+	Configs map[string]string
 }
 
 // The internal topics.
 var (
 	OffsetsTopic = InternalTopic{metadata.OffsetsTopic, "offsets.topic.num.partitions",
-		"offsets.topic.replication.factor", "offsets.topic.segment.bytes", ""}
+		"offsets.topic.replication.factor", "offsets.topic.segment.bytes", "", nil}
 	ShareStateTopic = InternalTopic{metadata.ShareStateTopic, "share.coordinator.state.topic.num.partitions",
-		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes", ""}
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes", "", nil}
 	TxnStateTopic = InternalTopic{metadata.TxnStateTopic, "transaction.state.log.num.partitions",
-		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes", "transaction.state.log.min.isr"}
+		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes", "transaction.state.log.min.isr", nil}
 )
 
 // ErrBrokersDown: a topic created with a default replication factor
@@ -72,8 +75,9 @@ type Topics struct {
 }
 
 // EnsureInternal returns the internal topic t, creating it on first use:
-// compacted, its replication factor setting capped at the cluster's nodes
-// (so one node works with the default of 3). While fewer brokers are live
+// compacted (unless t.Configs says otherwise), its replication factor
+// setting capped at the cluster's nodes (so one node works with the
+// default of 3). While fewer brokers are live
 // than that (a cluster starting, or a node down) it answers
 // COORDINATOR_NOT_AVAILABLE, which clients retry, rather than create the
 // topic with fewer replicas for good.
@@ -99,6 +103,9 @@ func (ts *Topics) EnsureInternal(ctx context.Context, t InternalTopic) (*metadat
 			"compression.type": "producer",
 		},
 	}}
+	for k, v := range t.Configs {
+		rec.CreateTopic.Configs[k] = v
+	}
 	if t.MinISR != "" {
 		rec.CreateTopic.Configs["min.insync.replicas"] = strconv.Itoa(int(min(int32(ts.setting(t.MinISR)), rf)))
 	}

@@ -246,7 +246,8 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 		}
 	}
 	b.applyTestPrincipal(req)
-	return a.fn(b, ctx, req)
+	r, err := a.fn(b, ctx, req)
+	return b.auditReply(req, r), err // audit.go
 }
 
 // now answers a response at once.
