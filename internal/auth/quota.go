@@ -269,6 +269,10 @@ func NewQuotas(n int, w time.Duration) *Quotas {
 	return &Quotas{windows: n, window: w, rates: map[SensorKey]*Rate{}, Now: time.Now}
 }
 
+// MinSpan is the shortest time a rate is measured over: quota.window.num-1
+// windows.
+func (q *Quotas) MinSpan() time.Duration { return q.window * time.Duration(q.windows-1) }
+
 // MaxThrottle is the longest throttle Quotas asks for: the whole measured
 // span (quota.window.num windows).
 func (q *Quotas) MaxThrottle() time.Duration { return q.window * time.Duration(q.windows) }

@@ -315,11 +315,18 @@ func (q *quotaReq) fetch(ctx context.Context, fn handlerFunc) (server.Reply, err
 	if replicaID >= 0 { // a follower: replication is not a client
 		return fn(q.b, ctx, q.req)
 	}
+	m, limited := q.resolve(auth.QuotaConsumerByteRate)
+	if limited {
+		// As Kafka: a fetch never asks for more than the quota allows
+		// over the window, so one large read cannot stay over it for ever.
+		if w := int64(m.Value * q.b.Quotas.MinSpan().Seconds()); w < int64(r.MaxBytes) || r.MaxBytes <= 0 {
+			r.MaxBytes = int32(max(1, min(w, 1<<31-1)))
+		}
+	}
 	reply, err := q.timed(ctx, fn, 0, "")
 	if err != nil || reply == nil {
 		return reply, err
 	}
-	m, limited := q.resolve(auth.QuotaConsumerByteRate)
 	conn, pc, quotas := q.req.Conn, q.pc, q.b.Quotas
 	return func() kmsg.Response {
 		resp := reply()
