@@ -234,10 +234,11 @@ func (r *Rate) Throttle(now time.Time, quota float64, max time.Duration) time.Du
 	if quota <= 0 || v <= quota {
 		return 0
 	}
-	d := time.Duration((v - quota) / quota * float64(r.span(now)))
-	if d > max {
-		d = max
+	secs := (v - quota) / quota * r.span(now).Seconds()
+	if secs >= max.Seconds() {
+		return max
 	}
+	d := time.Duration(secs * float64(time.Second))
 	if d < time.Millisecond {
 		d = time.Millisecond
 	}
@@ -273,9 +274,10 @@ func NewQuotas(n int, w time.Duration) *Quotas {
 // windows.
 func (q *Quotas) MinSpan() time.Duration { return q.window * time.Duration(q.windows-1) }
 
-// MaxThrottle is the longest throttle Quotas asks for: the whole measured
-// span (quota.window.num windows).
-func (q *Quotas) MaxThrottle() time.Duration { return q.window * time.Duration(q.windows) }
+// MaxThrottle bounds a throttle: an hour. Kafka sets no bound (the
+// throttle is what brings the rate back to the quota, however long); this
+// one only guards against a quota set absurdly low.
+func (q *Quotas) MaxThrottle() time.Duration { return time.Hour }
 
 func (q *Quotas) rate(k SensorKey, now time.Time) *Rate {
 	r := q.rates[k]
@@ -293,7 +295,7 @@ func (q *Quotas) rate(k SensorKey, now time.Time) *Rate {
 // idle quota sensors too), so the map follows the active clients.
 func (q *Quotas) prune(now time.Time) {
 	q.pruned = now
-	idle := 2 * q.MaxThrottle()
+	idle := 2 * q.window * time.Duration(q.windows)
 	for k, r := range q.rates {
 		if now.Sub(r.last) > idle {
 			delete(q.rates, k)
