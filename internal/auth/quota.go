@@ -274,10 +274,20 @@ func NewQuotas(n int, w time.Duration) *Quotas {
 // windows.
 func (q *Quotas) MinSpan() time.Duration { return q.window * time.Duration(q.windows-1) }
 
-// MaxThrottle bounds a throttle: an hour. Kafka sets no bound (the
-// throttle is what brings the rate back to the quota, however long); this
-// one only guards against a quota set absurdly low.
-func (q *Quotas) MaxThrottle() time.Duration { return time.Hour }
+// MaxThrottle bounds a throttle: the windows' whole span
+// (quota.window.num × quota.window.size.seconds), at least 10 s. Kafka
+// bounds only request-time throttles (to one window); a bandwidth
+// throttle is whatever brings the rate back to the quota. Berth bounds
+// both so that a quota set absurdly low (producer_byte_rate=1) cannot
+// silence a connection for hours; only a single request worth more than
+// that many seconds of the quota gets less than its full throttle.
+func (q *Quotas) MaxThrottle() time.Duration {
+	return max(q.window*time.Duration(q.windows), 10*time.Second)
+}
+
+// Window is one sample window (quota.window.size.seconds): the bound of a
+// request_percentage throttle, as in Kafka.
+func (q *Quotas) Window() time.Duration { return q.window }
 
 func (q *Quotas) rate(k SensorKey, now time.Time) *Rate {
 	r := q.rates[k]
@@ -306,12 +316,17 @@ func (q *Quotas) prune(now time.Time) {
 // Record adds v to sensor k and returns the throttle time it now calls
 // for against quota.
 func (q *Quotas) Record(k SensorKey, quota, v float64) time.Duration {
+	return q.RecordBounded(k, quota, v, q.MaxThrottle())
+}
+
+// RecordBounded is Record with the throttle capped at max.
+func (q *Quotas) RecordBounded(k SensorKey, quota, v float64, max time.Duration) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.Now()
 	r := q.rate(k, now)
 	r.Record(now, v)
-	return r.Throttle(now, quota, q.MaxThrottle())
+	return r.Throttle(now, quota, max)
 }
 
 // Unrecord takes v back from sensor k.

@@ -32,13 +32,13 @@ func TestRateThrottle(t *testing.T) {
 	if v := q.Value(k); v != 0 {
 		t.Fatalf("after the windows: rate %v", v)
 	}
-	// A throttle is what brings the rate back to quota, even past the
-	// windows: 30 s worth of quota over a 10 s span waits 20 s.
-	if d := q.Record(k, 100, 3000); d != 20*time.Second {
-		t.Fatalf("3x over: throttle %v, want 20s", d)
+	// A throttle is what brings the rate back to quota: 20 s worth of
+	// quota over a 10 s span waits 10 s.
+	if d := q.Record(k, 100, 2000); d != 10*time.Second {
+		t.Fatalf("2x over: throttle %v, want 10s", d)
 	}
-	// It is capped only against absurd quotas.
-	if d := q.Record(k, 1e-9, 1e9); d != q.MaxThrottle() {
+	// It is capped at the windows' span (11 s here) against absurd quotas.
+	if d := q.Record(k, 1e-9, 1e9); d != 11*time.Second || q.MaxThrottle() != 11*time.Second {
 		t.Fatalf("huge overshoot: throttle %v, want the cap %v", d, q.MaxThrottle())
 	}
 }

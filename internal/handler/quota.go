@@ -85,7 +85,8 @@ func (q *quotaReq) timed(ctx context.Context, fn handlerFunc, thr time.Duration,
 	}
 	if m, ok := q.resolve(auth.QuotaRequestPercentage); ok {
 		el := time.Since(start)
-		if t := q.b.Quotas.Record(m.Sensor, m.Value, el.Seconds()*100); t > 0 {
+		// Bounded by one window, as Kafka bounds request-time throttles.
+		if t := q.b.Quotas.RecordBounded(m.Sensor, m.Value, el.Seconds()*100, q.b.Quotas.Window()); t > 0 {
 			q.pc.Throttled(auth.QuotaRequestPercentage, int64(t))
 			q.req.Conn.Mute(t)
 			reply = withThrottle(reply, t)
