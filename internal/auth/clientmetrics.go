@@ -19,8 +19,12 @@ const OtherPrincipals = "other"
 type ClientMetrics struct {
 	max int
 	mu  sync.RWMutex // guards m; the counters inside are atomics
-	m   map[string]*PrincipalCounters
+	m   map[Principal]*PrincipalCounters
 }
+
+// otherKey is the map key of the "other" bucket (no real principal has
+// an empty type).
+var otherKey = Principal{Name: OtherPrincipals}
 
 // PrincipalCounters are one principal's counters.
 type PrincipalCounters struct {
@@ -36,12 +40,12 @@ func NewClientMetrics(max int) *ClientMetrics {
 	if max < 1 {
 		max = 1
 	}
-	return &ClientMetrics{max: max, m: map[string]*PrincipalCounters{}}
+	return &ClientMetrics{max: max, m: map[Principal]*PrincipalCounters{}}
 }
 
-// For returns the counters of principal p (its Type:Name form), or the
-// "other" bucket's once the cap is reached.
-func (c *ClientMetrics) For(p string) *PrincipalCounters {
+// For returns the counters of principal p, or the "other" bucket's once
+// the cap is reached.
+func (c *ClientMetrics) For(p Principal) *PrincipalCounters {
 	c.mu.RLock()
 	pc := c.m[p]
 	c.mu.RUnlock()
@@ -54,7 +58,7 @@ func (c *ClientMetrics) For(p string) *PrincipalCounters {
 		return pc
 	}
 	if len(c.m) >= c.max {
-		p = OtherPrincipals
+		p = otherKey
 		if pc = c.m[p]; pc != nil {
 			return pc
 		}
@@ -91,7 +95,11 @@ func (c *ClientMetrics) Snapshot() []PrincipalSnapshot {
 	c.mu.RLock()
 	out := make([]PrincipalSnapshot, 0, len(c.m))
 	for p, pc := range c.m {
-		s := PrincipalSnapshot{Principal: p, BytesIn: pc.BytesIn.Load(), BytesOut: pc.BytesOut.Load(),
+		label := OtherPrincipals
+		if p != otherKey {
+			label = p.String()
+		}
+		s := PrincipalSnapshot{Principal: label, BytesIn: pc.BytesIn.Load(), BytesOut: pc.BytesOut.Load(),
 			RecordsIn: pc.RecordsIn.Load(), RecordsOut: pc.RecordsOut.Load(),
 			ThrottleNanos: map[string]int64{}, Rejected: map[string]int64{}}
 		pc.mu.Lock()

@@ -110,12 +110,12 @@ func TestResolveQuotaPrecedence(t *testing.T) {
 
 func TestClientMetricsCap(t *testing.T) {
 	m := NewClientMetrics(2)
-	m.For("User:a").BytesIn.Add(1)
-	m.For("User:b").BytesIn.Add(2)
-	m.For("User:c").BytesIn.Add(3)
-	m.For("User:d").BytesIn.Add(4)
-	m.For("User:a").Rejected("producer_byte_rate")
-	m.For("User:d").Throttled("producer_byte_rate", 5)
+	m.For(User("a")).BytesIn.Add(1)
+	m.For(User("b")).BytesIn.Add(2)
+	m.For(User("c")).BytesIn.Add(3)
+	m.For(User("d")).BytesIn.Add(4)
+	m.For(User("a")).Rejected("producer_byte_rate")
+	m.For(User("d")).Throttled("producer_byte_rate", 5)
 	s := m.Snapshot()
 	if len(s) != 3 || s[0].Principal != "User:a" || s[1].Principal != "User:b" || s[2].Principal != OtherPrincipals {
 		t.Fatalf("snapshot %+v", s)

@@ -42,12 +42,11 @@ import (
 
 // quotaReq is one request as the quotas see it.
 type quotaReq struct {
-	b         *Broker
-	req       *server.Request
-	im        *metadata.Image
-	user      string // the principal's name: Kafka's user entity
-	principal string // Type:Name, the metrics' label
-	pc        *auth.PrincipalCounters
+	b    *Broker
+	req  *server.Request
+	im   *metadata.Image
+	user string // the principal's name: Kafka's user entity
+	pc   *auth.PrincipalCounters
 }
 
 // withQuotas serves req through fn under the client quotas.
@@ -56,8 +55,7 @@ func (b *Broker) withQuotas(ctx context.Context, req *server.Request, fn handler
 		return fn(b, ctx, req)
 	}
 	p := req.Conn.Principal()
-	q := &quotaReq{b: b, req: req, im: b.image(), user: p.Name, principal: p.String()}
-	q.pc = b.ClientMetrics.For(q.principal)
+	q := &quotaReq{b: b, req: req, im: b.image(), user: p.Name, pc: b.ClientMetrics.For(p)}
 	switch req.Key {
 	case 0:
 		return q.produce(ctx, fn)
@@ -261,25 +259,21 @@ func (q *quotaReq) produce(ctx context.Context, fn handlerFunc) (server.Reply, e
 		pc.RecordsIn.Add(records)
 		return nil, nil
 	}
-	sizes := map[produceRefusal][2]int64{}
-	for _, rt := range r.Topics {
-		for _, rp := range rt.Partitions {
-			by, rc := produceSizes(rp.Records)
-			sizes[produceRefusal{topic: rt.Topic, id: rt.TopicID, part: rp.Partition}] = [2]int64{by, rc}
-		}
-	}
+	// The response lists the request's topics and partitions in order
+	// (00_produce.go); refusals are added after them.
 	return func() kmsg.Response {
 		resp := reply()
 		pr, ok := resp.(*kmsg.ProduceResponse)
 		if !ok {
 			return resp
 		}
-		for _, st := range pr.Topics {
-			for _, sp := range st.Partitions {
-				if sp.ErrorCode == 0 {
-					s := sizes[produceRefusal{topic: st.Topic, id: st.TopicID, part: sp.Partition}]
-					pc.BytesIn.Add(s[0])
-					pc.RecordsIn.Add(s[1])
+		for i := range min(len(pr.Topics), len(r.Topics)) {
+			st, rt := &pr.Topics[i], &r.Topics[i]
+			for j := range min(len(st.Partitions), len(rt.Partitions)) {
+				if st.Partitions[j].ErrorCode == 0 {
+					by, rc := produceSizes(rt.Partitions[j].Records)
+					pc.BytesIn.Add(by)
+					pc.RecordsIn.Add(rc)
 				}
 			}
 		}
