@@ -468,3 +468,30 @@ func alterBroker(adm *kadm.Client, name, value string) error {
 	}
 	return nil
 }
+
+// max.connection.creation.rate makes accepting wait: connections over the
+// rate are served late, not refused.
+func TestMaxConnectionCreationRate(t *testing.T) {
+	n := tc.Start(t, tc.With("quota.window.num", "2"), tc.With("max.connection.creation.rate", "2"))
+	apiVersions := []byte{0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff}
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		c, err := net.Dial("tcp", n.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Write(apiVersions); err != nil {
+			t.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			t.Fatalf("connection %d not served: %v", i, err)
+		}
+		c.Close()
+	}
+	// 5 connections at 2/s over a 1 s span: the last ones wait.
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("5 connections at max.connection.creation.rate=2 served in %v", el)
+	}
+}

@@ -16,6 +16,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,7 +67,43 @@ func (b *Broker) alterClientQuotas(ctx context.Context, req *server.Request) (se
 			b.log.Info("client quotas altered", "principal", req.Conn.Principal().String(), "entities", len(recs))
 		}
 	}
+	if !r.ValidateOnly {
+		b.auditQuotas(req, r, resp)
+	}
 	return now(resp), nil
+}
+
+// auditQuotas gives the audit trail one management event per entry.
+func (b *Broker) auditQuotas(req *server.Request, r *kmsg.AlterClientQuotasRequest, resp *kmsg.AlterClientQuotasResponse) {
+	for i, e := range r.Entries {
+		var ent []string
+		for _, p := range e.Entity {
+			n := "<default>"
+			if p.Name != nil {
+				n = *p.Name
+			}
+			ent = append(ent, p.Type+"="+n)
+		}
+		detail := map[string]string{}
+		for _, op := range e.Ops {
+			if op.Remove {
+				detail[op.Key] = "(removed)"
+			} else {
+				detail[op.Key] = strconv.FormatFloat(op.Value, 'f', -1, 64)
+			}
+		}
+		ev := auth.Event{Time: time.Now(), Principal: req.Conn.Principal(),
+			Kind: "management", Method: "AlterClientQuotas", Operation: "ALTER_CONFIGS",
+			ResourceType: "CLIENT_QUOTA", ResourceName: strings.Join(ent, ","), Allowed: true, Detail: detail}
+		if req.Conn != nil {
+			ev.Host, ev.Listener = req.Conn.Remote, req.Conn.Listener
+		}
+		if c := resp.Entries[i].ErrorCode; c != 0 {
+			ev.Error = kerr.ErrorForCode(c).Error()
+			ev.Allowed = c != kerr.ClusterAuthorizationFailed.Code
+		}
+		b.Auditor.Audit(ev)
+	}
 }
 
 // checkQuotaEntry checks one AlterClientQuotas entry and makes its record.
