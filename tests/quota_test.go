@@ -2,12 +2,14 @@ package tests
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -493,5 +495,41 @@ func TestMaxConnectionCreationRate(t *testing.T) {
 	// 5 connections at 2/s over a 1 s span: the last ones wait.
 	if el := time.Since(start); el < time.Second {
 		t.Fatalf("5 connections at max.connection.creation.rate=2 served in %v", el)
+	}
+}
+
+// A kgo consumer under consumer_byte_rate reads everything, at about its
+// quota: over it, fetches come back empty with a throttle time, and kgo
+// fetches again once it has passed.
+func TestConsumerByteRateWithKgo(t *testing.T) {
+	n := tc.Start(t, tc.With("quota.window.num", "2"))
+	quotaPrincipals(n)
+	adm := tc.Admin(t, n.Addr())
+	tc.CreateTopic(t, n.Addr(), "reads", 1, nil)
+	w := tc.Client(t, n.Addr(), kgo.ClientID("user-writer"), kgo.DefaultProduceTopic("reads"), kgo.ProducerBatchMaxBytes(16<<10))
+	const records, size, quota = 300, 1000, 100_000.0 // ~300 KB at 100 KB/s
+	var recs []*kgo.Record
+	for i := 0; i < records; i++ {
+		v := make([]byte, size)
+		_, _ = rand.Read(v) // incompressible: quotas count bytes as sent
+		recs = append(recs, &kgo.Record{Value: v})
+	}
+	if err := w.ProduceSync(ctxT(t, 30*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	setQuotas(t, adm, userEntity("reader"), "consumer_byte_rate", quota)
+	var throttled atomic.Int64
+	start := time.Now()
+	got := consumeN(t, n.Addr(), "reads", records, kgo.ClientID("user-reader"), kgo.FetchMaxBytes(64<<10),
+		kgo.WithHooks(throttleHook{&throttled}))
+	el := time.Since(start)
+	if len(got) != records {
+		t.Fatalf("consumed %d of %d", len(got), records)
+	}
+	rate := float64(records*size) / el.Seconds()
+	t.Logf("consumed %d KB in %v: %.0f KB/s against a quota of %.0f KB/s, %d throttles", records*size/1000, el, rate/1000, quota/1000, throttled.Load())
+	// The window lets a second's worth through at once; the rest is paced.
+	if rate > 1.5*quota || throttled.Load() == 0 {
+		t.Fatalf("a 300 KB read at 100 KB/s took %v with %d throttles", el, throttled.Load())
 	}
 }
