@@ -533,3 +533,38 @@ func TestConsumerByteRateWithKgo(t *testing.T) {
 		t.Fatalf("a 300 KB read at 100 KB/s took %v with %d throttles", el, throttled.Load())
 	}
 }
+
+// kcat (librdkafka) under producer_byte_rate: every record is delivered,
+// paced to about the quota by the throttle times (librdkafka waits them
+// out, KIP-219) and the broker's mute. Batches of 16 KiB, so the pacing
+// shows: one request holding everything is served at once and throttles
+// only what comes after it, as in Kafka.
+func TestKcatProducerByteRate(t *testing.T) {
+	kcat := need(t, "/usr/bin/kcat")
+	n := tc.Start(t, tc.With("quota.window.num", "2"))
+	quotaPrincipals(n)
+	adm := tc.Admin(t, n.Addr())
+	tc.CreateTopic(t, n.Addr(), "kq", 1, nil)
+	const lines, quota = 300, 100_000.0 // ~300 KB at 100 KB/s
+	var in strings.Builder
+	for i := 0; i < lines; i++ {
+		b := make([]byte, 500)
+		_, _ = rand.Read(b)
+		fmt.Fprintf(&in, "%x\n", b)
+	}
+	setQuotas(t, adm, userEntity("kcat"), "producer_byte_rate", quota)
+	start := time.Now()
+	run(t, in.String(), kcat, "-P", "-b", n.Addr(), "-t", "kq", "-X", "client.id=user-kcat", "-X", "linger.ms=5", "-X", "batch.size=16384")
+	el := time.Since(start)
+	if end := partitionEnd(t, adm, "kq", 0); end != lines {
+		t.Fatalf("%d records delivered, want %d", end, lines)
+	}
+	rate := float64(lines*1001) / el.Seconds()
+	t.Logf("kcat produced %d records in %v: %.0f KB/s against %.0f KB/s", lines, el, rate/1000, quota/1000)
+	if rate > 1.5*quota {
+		t.Fatalf("kcat produced at %.0f B/s, quota %.0f", rate, quota)
+	}
+	if m := scrapeMetrics(t, n); !strings.Contains(m, `berth_client_throttle_seconds_total{principal="User:kcat",quota="producer_byte_rate"}`) {
+		t.Fatalf("no throttle counted for kcat:\n%s", grepLines(m, "berth_client_throttle"))
+	}
+}
