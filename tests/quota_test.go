@@ -148,7 +148,12 @@ func TestClientQuotasAdmin(t *testing.T) {
 	if got := describe(false, anyOf("ip")); len(got) != 1 || got["{ip=10.1.2.3}"]["connection_creation_rate"] != 10 {
 		t.Fatalf("ip: %v", got)
 	}
-	if got := describe(false); len(got) != 6 {
+	// IP entities are stored in the form connections are matched by.
+	setQuotas(t, adm, kadm.ClientQuotaEntity{{Type: "ip", Name: strp("::FFFF:10.9.9.9")}}, "connection_creation_rate", 3.0)
+	if got := describe(true, exact("ip", "10.9.9.9")); got["{ip=10.9.9.9}"]["connection_creation_rate"] != 3 {
+		t.Fatalf("mapped IPv6 address: %v", got)
+	}
+	if got := describe(false); len(got) != 7 {
 		t.Fatalf("everything: %v", got)
 	}
 	if got := describe(false, exact("user", "dry")); len(got) != 0 {

@@ -118,9 +118,13 @@ func checkQuotaEntry(e kmsg.AlterClientQuotasRequestEntry) (*metadata.SetClientQ
 	}
 	ip := ent.IP.Set
 	if ip && !ent.IP.Default {
-		if _, err := netip.ParseAddr(ent.IP.Name); err != nil {
+		a, err := netip.ParseAddr(ent.IP.Name)
+		if err != nil || a.Zone() != "" {
 			return nil, fmt.Errorf("%w: %q is not an IP address", kerr.InvalidRequest, ent.IP.Name)
 		}
+		// Stored in the form connections are looked up by (::ffff:a.b.c.d
+		// is a.b.c.d, IPv6 in its shortest form).
+		ent.IP.Name = a.Unmap().String()
 	}
 	rec := &metadata.SetClientQuotas{Entity: ent.Parts(), Set: map[string]float64{}}
 	seen := map[string]bool{}

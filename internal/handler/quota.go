@@ -29,6 +29,7 @@ package handler
 import (
 	"context"
 	"encoding/binary"
+	"net/netip"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -478,6 +479,9 @@ func (b *Broker) AcceptConnection(host string) (time.Duration, bool) {
 		return 0, false
 	}
 	im := b.image()
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.Unmap().String()
+	}
 	if m, ok := auth.ResolveIPQuota(im, host); ok {
 		if t := b.Quotas.Record(m.Sensor, m.Value, 1); t > 0 {
 			b.Quotas.Unrecord(m.Sensor, 1)
