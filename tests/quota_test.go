@@ -573,3 +573,51 @@ func TestKcatProducerByteRate(t *testing.T) {
 		t.Fatalf("no throttle counted for kcat:\n%s", grepLines(m, "berth_client_throttle"))
 	}
 }
+
+// A share group consumer (ShareFetch) is counted per principal and held to
+// consumer_byte_rate by throttling; the records it acquired are never
+// dropped from an answer, so every job arrives once.
+func TestShareFetchConsumerByteRate(t *testing.T) {
+	n := tc.Start(t, tc.With("quota.window.num", "2"))
+	quotaPrincipals(n)
+	adm := tc.Admin(t, n.Addr())
+	tc.CreateTopic(t, n.Addr(), "sjobs", 1, nil)
+	prod := tc.Client(t, n.Addr(), kgo.ClientID("user-writer"), kgo.ProducerBatchMaxBytes(16<<10))
+	var throttled atomic.Int64
+	cl := shareConsumer(t, n.Addr(), "sq", "sjobs", kgo.ClientID("user-worker"), kgo.ShareMaxRecords(20),
+		kgo.WithHooks(throttleHook{&throttled}))
+	warmShare(t, prod, cl, "sjobs")
+	const jobs, size, quota = 150, 1000, 50_000.0 // ~150 KB at 50 KB/s
+	setQuotas(t, adm, userEntity("worker"), "consumer_byte_rate", quota)
+	var recs []*kgo.Record
+	for i := 0; i < jobs; i++ {
+		v := make([]byte, size)
+		_, _ = rand.Read(v)
+		recs = append(recs, &kgo.Record{Topic: "sjobs", Key: []byte(fmt.Sprint(i)), Value: v})
+	}
+	produceSync(t, prod, recs...)
+	start := time.Now()
+	seen := map[string]bool{}
+	ctx := ctxT(t, 60*time.Second)
+	for len(seen) < jobs && ctx.Err() == nil {
+		for _, r := range pollFor(t, cl, 2*time.Second) {
+			if string(r.Key) != "warm" {
+				seen[string(r.Key)] = true
+			}
+			r.Ack(kgo.AckAccept)
+		}
+	}
+	el := time.Since(start)
+	if len(seen) != jobs {
+		t.Fatalf("%d of %d jobs received", len(seen), jobs)
+	}
+	rate := float64(jobs*size) / el.Seconds()
+	t.Logf("share consumer read %d jobs in %v: %.0f KB/s against %.0f KB/s, %d throttles", jobs, el, rate/1000, quota/1000, throttled.Load())
+	if throttled.Load() == 0 || rate > 2*quota {
+		t.Fatalf("share consumer at %.0f B/s with %d throttles, quota %.0f", rate, throttled.Load(), quota)
+	}
+	if m := scrapeMetrics(t, n); !strings.Contains(m, `berth_client_records_out_total{principal="User:worker"}`) ||
+		!strings.Contains(m, `berth_client_throttle_seconds_total{principal="User:worker",quota="consumer_byte_rate"}`) {
+		t.Fatalf("share consumer not counted:\n%s", grepLines(m, "berth_client_"))
+	}
+}

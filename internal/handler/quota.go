@@ -20,6 +20,8 @@ package handler
 //     counts partitions created or deleted; once over, the versions that
 //     know THROTTLING_QUOTA_EXCEEDED (KIP-599: v6+, v3+, v5+) are refused
 //     with it, older ones are served and throttled.
+//   - ShareFetch: counted against consumer_byte_rate and throttled, never
+//     answered empty (its records are acquired for the consumer).
 //   - Every request but ApiVersions and SASL: request_percentage, the
 //     handler's own time (the synchronous part on the read loop) as a
 //     percentage of one thread.
@@ -64,6 +66,8 @@ func (b *Broker) withQuotas(ctx context.Context, req *server.Request, fn handler
 		return q.fetch(ctx, fn)
 	case 19, 20, 37:
 		return q.mutation(ctx, fn)
+	case 78:
+		return q.shareFetch(ctx, fn)
 	case 17, 18, 36: // ApiVersions and SASL: never throttled, as in Kafka
 		return fn(b, ctx, req)
 	}
@@ -357,6 +361,44 @@ func (q *quotaReq) fetch(ctx context.Context, fn handlerFunc) (server.Reply, err
 		pc.BytesOut.Add(bytes)
 		pc.RecordsOut.Add(records)
 		return fr
+	}, nil
+}
+
+// shareFetch counts a share consumer's bytes and records out and holds it
+// to consumer_byte_rate by throttling only: the records it was given are
+// acquired for it (locked) and are never dropped from the answer.
+func (q *quotaReq) shareFetch(ctx context.Context, fn handlerFunc) (server.Reply, error) {
+	reply, err := q.timed(ctx, fn, 0, "")
+	if err != nil || reply == nil {
+		return reply, err
+	}
+	m, limited := q.resolve(auth.QuotaConsumerByteRate)
+	conn, pc, quotas := q.req.Conn, q.pc, q.b.Quotas
+	return func() kmsg.Response {
+		resp := reply()
+		sr, ok := resp.(*kmsg.ShareFetchResponse)
+		if !ok {
+			return resp
+		}
+		var bytes, records int64
+		for _, t := range sr.Topics {
+			for _, p := range t.Partitions {
+				bytes += int64(len(p.Records))
+				for _, a := range p.AcquiredRecords {
+					records += a.LastOffset - a.FirstOffset + 1
+				}
+			}
+		}
+		pc.BytesOut.Add(bytes)
+		pc.RecordsOut.Add(records)
+		if limited && bytes > 0 {
+			if t := quotas.Record(m.Sensor, m.Value, float64(bytes)); t > 0 {
+				sr.ThrottleMillis = max(sr.ThrottleMillis, int32(max(1, min(t.Milliseconds(), 1<<31-1))))
+				conn.Mute(t)
+				pc.Throttled(auth.QuotaConsumerByteRate, int64(t))
+			}
+		}
+		return sr
 	}, nil
 }
 
