@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -151,5 +152,30 @@ func TestQuotaKeysAndValues(t *testing.T) {
 		if QuotaValueValid(c.key, c.v) != c.ok {
 			t.Errorf("QuotaValueValid(%q, %v) != %v", c.key, c.v, c.ok)
 		}
+	}
+}
+
+// What a produce pays for quotas: resolving a key among many entities and
+// recording against a sensor.
+func BenchmarkResolveQuota(b *testing.B) {
+	im := &metadata.Image{ClientQuotas: map[metadata.QuotaEntity]map[string]float64{}}
+	for i := range 10000 {
+		im.ClientQuotas[metadata.QuotaEntity{User: metadata.Exact(fmt.Sprint("user-", i))}] = map[string]float64{QuotaProducerByteRate: 1 << 20}
+	}
+	im.ClientQuotas[metadata.QuotaEntity{ClientID: metadata.DefaultQuotaName}] = map[string]float64{QuotaProducerRecordRate: 1000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ResolveQuota(im, "user-77", "app", QuotaProducerRecordRate); !ok { // falls through all 8 levels
+			b.Fatal("not resolved")
+		}
+	}
+}
+
+func BenchmarkQuotaRecord(b *testing.B) {
+	q := NewQuotas(11, time.Second)
+	k := SensorKey{Key: QuotaProducerByteRate, User: "alice"}
+	b.ReportAllocs()
+	for b.Loop() {
+		q.Record(k, 1<<30, 1000)
 	}
 }
