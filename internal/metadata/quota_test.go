@@ -72,3 +72,11 @@ func TestDecodeImageWithoutQuotas(t *testing.T) {
 		t.Fatalf("%+v %v", im, err)
 	}
 }
+
+func mustEntity(parts []QuotaEntityPart) QuotaEntity {
+	e, err := ParseQuotaEntity(parts)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
