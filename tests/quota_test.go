@@ -324,6 +324,19 @@ func TestClientQuotasEnforced(t *testing.T) {
 			t.Fatalf("codes %v: want partition 0 MESSAGE_TOO_LARGE, partition 1 appended", codes)
 		}
 	})
+	t.Run("max_record_bytes compressed", func(t *testing.T) {
+		// The limit is on the record as encoded before compression: 2000
+		// zero bytes compress to almost nothing and are still refused.
+		cl := tc.Client(t, n.Addr(), kgo.ClientID("user-big"), kgo.ProducerBatchCompression(kgo.GzipCompression()),
+			kgo.DefaultProduceTopic("q"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		err := cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Value: make([]byte, 2000)}).FirstErr()
+		if !errors.Is(err, kerr.MessageTooLarge) {
+			t.Fatalf("compressed 2000-byte record at max_record_bytes=1000: %v, want MESSAGE_TOO_LARGE", err)
+		}
+		if err := cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Value: make([]byte, 900)}).FirstErr(); err != nil {
+			t.Fatalf("900-byte record: %v", err)
+		}
+	})
 	t.Run("fetch over quota", func(t *testing.T) {
 		tc.CreateTopic(t, n.Addr(), "qf", 1, nil)
 		if resp := produceAs(t, client("writer"), produceReq("qf", 30, 1000, 0)); resp.Topics[0].Partitions[0].ErrorCode != 0 {
@@ -442,7 +455,7 @@ func TestClientQuotasEnforced(t *testing.T) {
 	for _, want := range []string{
 		`berth_client_throttle_seconds_total{principal="User:thr",quota="producer_byte_rate"}`,
 		`berth_client_throttle_seconds_total{principal="User:slow",quota="consumer_byte_rate"}`,
-		`berth_client_rejected_requests_total{principal="User:big",reason="max_record_bytes"} 1`,
+		`berth_client_rejected_requests_total{principal="User:big",reason="max_record_bytes"} 2`,
 		`berth_client_rejected_requests_total{principal="User:ops",reason="controller_mutation_rate"} 1`,
 		`berth_client_records_in_total{principal="User:writer"} 30`,
 		`berth_client_bytes_out_total{principal="User:free"}`,
