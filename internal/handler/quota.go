@@ -22,7 +22,8 @@ package handler
 //     with it, older ones are served and throttled.
 //   - ShareFetch: counted against consumer_byte_rate and throttled, never
 //     answered empty (its records are acquired for the consumer).
-//   - Every request but ApiVersions and SASL: request_percentage, the
+//   - Every request but ApiVersions, SASL and the broker-to-broker keys
+//     (WriteTxnMarkers, the share state APIs, follower fetches): request_percentage, the
 //     handler's own time (the synchronous part on the read loop) as a
 //     percentage of one thread.
 //
@@ -69,6 +70,8 @@ func (b *Broker) withQuotas(ctx context.Context, req *server.Request, fn handler
 	case 78:
 		return q.shareFetch(ctx, fn)
 	case 17, 18, 36: // ApiVersions and SASL: never throttled, as in Kafka
+		return fn(b, ctx, req)
+	case 27, 83, 84, 85, 86: // between brokers (CLUSTER_ACTION): exempt, as in Kafka
 		return fn(b, ctx, req)
 	}
 	return q.timed(ctx, fn, 0, "")
