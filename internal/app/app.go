@@ -267,6 +267,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		MaxInflightPerConn: int(cfg.Int("max.inflight.requests.per.connection")),
 		IdleTimeout:        cfg.Duration("connections.max.idle.ms"),
 		Logger:             logger.With("component", "server"),
+		Accept:             h.AcceptConnection,
 	})
 	go func() {
 		if err := n.kafka.Serve(); err != nil {

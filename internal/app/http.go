@@ -88,6 +88,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(&groupCollector{n: n})
 	n.txns.RegisterMetrics(reg)
 	reg.MustRegister(&lsoCollector{n: n})
+	n.registerQuotaMetrics(reg)
 }
 
 var (

@@ -180,6 +180,11 @@ type Config struct {
 	// Auditor takes the audit trail's events; nil drops them.
 	Auditor auth.Auditor
 	Logger  *slog.Logger
+
+	// Quotas measures the client quotas (quota.go) and ClientMetrics
+	// counts per principal; nil: made from the broker settings.
+	Quotas        *auth.Quotas
+	ClientMetrics *auth.ClientMetrics
 }
 
 // Broker implements server.Handler.
@@ -225,6 +230,7 @@ func New(cfg Config) *Broker {
 	if b.Auditor == nil {
 		b.Auditor = auth.NopAuditor{}
 	}
+	b.quotaDefaults()
 	return b
 }
 
@@ -246,8 +252,8 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 		}
 	}
 	b.applyTestPrincipal(req)
-	r, err := a.fn(b, ctx, req)
-	return b.auditReply(req, r), err // audit.go
+	r, err := b.withQuotas(ctx, req, a.fn) // quota.go
+	return b.auditReply(req, r), err       // audit.go
 }
 
 // now answers a response at once.

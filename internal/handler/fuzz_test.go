@@ -130,6 +130,7 @@ func fuzzSeeds() []kmsg.Request {
 	iar.Configs = append(iar.Configs, iac)
 	ia.Resources = append(ia.Resources, iar)
 	out = append(out, ia)
+	out = append(out, quotaFuzzSeeds()...)
 	return out
 }
 

@@ -45,6 +45,7 @@ type builder struct {
 	im                            *Image
 	ownBrokers, ownTopics, ownIDs bool
 	ownGroups                     bool
+	ownQuotas                     bool
 	ownTopic                      map[string]bool // topics cloned by this batch
 }
 
@@ -127,6 +128,8 @@ func (b *builder) apply(r *Record, res *Result) error {
 		return nil
 	case r.SetGroupConfigs != nil:
 		return b.setGroupConfigs(r.SetGroupConfigs)
+	case r.SetClientQuotas != nil:
+		return b.setClientQuotas(r.SetClientQuotas)
 	case r.ProducerIDBlock != nil:
 		n := r.ProducerIDBlock.Count
 		if n < 1 || n > MaxProducerIDBlock {

@@ -19,6 +19,9 @@ type Image struct {
 	// group id; groups with none are absent. The inner maps are never
 	// empty.
 	GroupConfigs map[string]map[string]string
+	// ClientQuotas are the client quota values by entity (quota.go);
+	// entities with none are absent.
+	ClientQuotas map[QuotaEntity]map[string]float64
 	// NextProducerID is the first producer id not yet handed out in a
 	// ProducerIDBlock.
 	NextProducerID int64
@@ -106,6 +109,7 @@ func emptyImage() *Image {
 		TopicIDs:      map[[16]byte]string{},
 		BrokerConfigs: map[string]string{},
 		GroupConfigs:  map[string]map[string]string{},
+		ClientQuotas:  map[QuotaEntity]map[string]float64{},
 		Controllers:   map[int32]string{},
 	}
 }

@@ -20,6 +20,7 @@ type Record struct {
 	ProducerIDBlock  *ProducerIDBlock  `json:"producerIdBlock,omitempty"`
 	SetClusterID     *SetClusterID     `json:"setClusterId,omitempty"`
 	PartitionChange  *PartitionChange  `json:"partitionChange,omitempty"`
+	SetClientQuotas  *SetClientQuotas  `json:"setClientQuotas,omitempty"`
 }
 
 // RegisterBroker adds a broker or replaces its registration (host, port,
@@ -166,6 +167,7 @@ func (r *Record) kind() (string, error) {
 	set(r.ProducerIDBlock != nil, "producerIdBlock")
 	set(r.SetClusterID != nil, "setClusterId")
 	set(r.PartitionChange != nil, "partitionChange")
+	set(r.SetClientQuotas != nil, "setClientQuotas")
 	if n != 1 {
 		return "", fmt.Errorf("%w: %d union members set, want 1", ErrInvalidRecord, n)
 	}

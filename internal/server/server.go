@@ -71,6 +71,11 @@ type Config struct {
 	// PLAINTEXT.
 	Listener string
 	Protocol string
+	// Accept, when set, is asked about every new connection by its
+	// client's IP address (quota.go): a wait before serving it (the
+	// broker-wide connection rate) or refuse to close it at once (the
+	// ip's connection_creation_rate quota).
+	Accept func(host string) (wait time.Duration, refuse bool)
 }
 
 // Server accepts connections on one listener.
@@ -96,6 +101,8 @@ type Metrics struct {
 	ConnectionsTotal atomic.Int64
 	Requests         atomic.Int64
 	BadFrames        atomic.Int64
+	// ConnectionsRefused counts connections closed by Config.Accept.
+	ConnectionsRefused atomic.Int64
 }
 
 // New makes a server for an already-bound listener.
@@ -143,6 +150,9 @@ func (s *Server) Serve() error {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+		}
+		if !s.accept(nc) {
+			continue
 		}
 		c := s.newConn(nc)
 		s.mu.Lock()
@@ -205,6 +215,9 @@ type Conn struct {
 	principal atomic.Pointer[Identity]
 	// afterEncode runs after the current response is encoded; write loop only.
 	afterEncode []func()
+	// muteUntil (unix nanoseconds) is when the read loop may read the
+	// next request (Mute, quota.go).
+	muteUntil atomic.Int64
 }
 
 type pending struct {
@@ -291,6 +304,9 @@ func (c *Conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 8<<10)
 	var sizeBuf [4]byte
 	for {
+		if !c.waitMuted() {
+			return
+		}
 		if s.cfg.IdleTimeout > 0 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		}
