@@ -107,6 +107,9 @@ func dumpImage(im *Image) string {
 	for _, g := range slices.Sorted(maps.Keys(im.GroupConfigs)) {
 		fmt.Fprintf(&b, "group-configs %s %s\n", g, dumpConfigs(im.GroupConfigs[g]))
 	}
+	for _, a := range im.ACLs.All() {
+		fmt.Fprintf(&b, "acl %s\n", a)
+	}
 	for _, name := range im.TopicNames() {
 		tp := im.Topics[name]
 		if im.TopicIDs[tp.ID] != name {

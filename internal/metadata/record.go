@@ -20,6 +20,8 @@ type Record struct {
 	ProducerIDBlock  *ProducerIDBlock  `json:"producerIdBlock,omitempty"`
 	SetClusterID     *SetClusterID     `json:"setClusterId,omitempty"`
 	PartitionChange  *PartitionChange  `json:"partitionChange,omitempty"`
+	CreateACLs       *CreateACLs       `json:"createAcls,omitempty"`
+	DeleteACLs       *DeleteACLs       `json:"deleteAcls,omitempty"`
 }
 
 // RegisterBroker adds a broker or replaces its registration (host, port,
@@ -166,6 +168,8 @@ func (r *Record) kind() (string, error) {
 	set(r.ProducerIDBlock != nil, "producerIdBlock")
 	set(r.SetClusterID != nil, "setClusterId")
 	set(r.PartitionChange != nil, "partitionChange")
+	set(r.CreateACLs != nil, "createAcls")
+	set(r.DeleteACLs != nil, "deleteAcls")
 	if n != 1 {
 		return "", fmt.Errorf("%w: %d union members set, want 1", ErrInvalidRecord, n)
 	}

@@ -78,6 +78,7 @@ type imageJSON struct {
 	GroupConfigs   []groupConfigJSON `json:"groupConfigs,omitempty"`
 	Topics         []topicJSON       `json:"topics"`
 	Controllers    []controllerJSON  `json:"controllers,omitempty"`
+	ACLs           []ACL             `json:"acls,omitempty"`
 }
 
 type groupConfigJSON struct {
@@ -147,6 +148,7 @@ func EncodeImage(im *Image) []byte {
 	for _, id := range slices.Sorted(maps.Keys(im.Controllers)) {
 		j.Controllers = append(j.Controllers, controllerJSON{id, im.Controllers[id]})
 	}
+	j.ACLs = im.ACLs.All()
 	b, err := json.Marshal(j)
 	if err != nil {
 		panic("metadata: encoding image: " + err.Error()) // only plain types: cannot fail
@@ -185,6 +187,13 @@ func DecodeImage(b []byte) (*Image, error) {
 			return bad("controller %d twice or negative", c.ID)
 		}
 		im.Controllers[c.ID] = c.Addr
+	}
+	if len(j.ACLs) > 0 {
+		acls, err := changeACLs(nil, j.ACLs, nil)
+		if err != nil || acls.Len() != len(j.ACLs) {
+			return bad("acls: invalid or duplicate binding (%v)", err)
+		}
+		im.ACLs = acls
 	}
 	for _, tj := range j.Topics {
 		if im.Topics[tj.Name] != nil {
