@@ -9,6 +9,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -18,5 +19,28 @@ func init() { register(47, 0, 0, (*Broker).offsetDelete) }
 
 func (b *Broker) offsetDelete(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if b.groupDenied(req, opDelete, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
+	im := b.image()
+	for _, t := range r.Topics {
+		if b.topicDenied(req, im, opRead, t.Topic, [16]byte{}, false) {
+			// Kafka answers the whole request's topics one by one; Berth
+			// refuses the request so that nothing of it is deleted.
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(resp.Topics) > 0 {
+		return now(resp), nil
+	}
 	return later(req.Conn, func(respond func(*kmsg.OffsetDeleteResponse)) { b.Groups.OffsetDelete(r, respond) }), nil
 }

@@ -11,6 +11,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -19,5 +20,19 @@ import (
 func init() { register(77, 0, 1, (*Broker).shareGroupDescribe) }
 
 func (b *Broker) shareGroupDescribe(_ context.Context, req *server.Request) (server.Reply, error) {
-	return now(b.Groups.ShareGroupDescribe(req.Body.(*kmsg.ShareGroupDescribeRequest))), nil
+	r := req.Body.(*kmsg.ShareGroupDescribeRequest)
+	allowed, denied := b.splitGroups(req, opDescribe, r.GroupIDs)
+	rest := *r
+	rest.GroupIDs = allowed
+	resp := b.Groups.ShareGroupDescribe(&rest)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		g.AuthorizedOperations = b.opsIf(r.IncludeAuthorizedOperations, req, rGroup, g.GroupID)
+	}
+	for _, g := range denied {
+		dg := kmsg.NewShareGroupDescribeResponseGroup()
+		dg.GroupID, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return now(resp), nil
 }

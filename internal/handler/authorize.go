@@ -158,3 +158,28 @@ func (b *Broker) Denials() map[kmsg.ACLResourceType]int64 {
 	}
 	return out
 }
+
+// topicDenied reports whether op on the topic (by name, or by id when
+// byID) is refused, logging the denial. A topic id the image does not
+// know is not refused here: the lookup answers UNKNOWN_TOPIC_ID.
+func (b *Broker) topicDenied(req *server.Request, im *metadata.Image, op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
+	if byID {
+		t := im.TopicByID(id)
+		if t == nil {
+			return false
+		}
+		name = t.Name
+	}
+	return !b.authorized(req, op, rTopic, name)
+}
+
+// lookupTopicFor is lookupTopic after the check of op on the topic:
+// TOPIC_AUTHORIZATION_FAILED comes first, also for a topic that does not
+// exist, so that a principal learns no names it may not use (Kafka's
+// order).
+func (b *Broker) lookupTopicFor(req *server.Request, im *metadata.Image, op kmsg.ACLOperation, name string, id [16]byte, byID bool) (*metadata.Topic, error) {
+	if b.topicDenied(req, im, op, name, id, byID) {
+		return nil, kerr.TopicAuthorizationFailed
+	}
+	return lookupTopic(im, name, id, byID)
+}
