@@ -33,6 +33,20 @@ func init() { register(28, 0, 6, (*Broker).txnOffsetCommit) }
 
 func (b *Broker) txnOffsetCommit(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	switch {
+	case !b.authorized(req, opWrite, rTxnID, r.TransactionalID):
+		return now(txnOffsetCommitError(r, kerr.TransactionalIDAuthorizationFailed)), nil
+	case b.groupDenied(req, opRead, r.Group):
+		return now(txnOffsetCommitError(r, kerr.GroupAuthorizationFailed)), nil
+	}
+	im := b.image()
+	for _, t := range r.Topics {
+		if b.topicDenied(req, im, opRead, t.Topic, t.TopicID, r.Version >= 6) {
+			// Kafka answers the refused topics and commits the others;
+			// Berth commits nothing of a request naming one.
+			return now(txnOffsetCommitError(r, kerr.TopicAuthorizationFailed)), nil
+		}
+	}
 	add := r.Version >= 5 // v5+ is Transactions V2
 	if owns, loading := b.Groups.Owns(r.Group); owns && !loading && r.TransactionalID != "" && (add || b.verifyEnabled()) {
 		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: metadata.PartitionForKey(r.Group, b.offsetsPartitions())}

@@ -219,3 +219,61 @@ func (b *Broker) heartbeatDenied(req *server.Request, group string, topics []str
 	}
 	return 0, nil
 }
+
+// shareFetchDenied cuts the topics the principal may not READ out of a
+// ShareFetch (they join no session, nothing of them is acquired or
+// acknowledged) and answers their partitions TOPIC_AUTHORIZATION_FAILED
+// in resp.
+func (b *Broker) shareFetchDenied(req *server.Request, r *kmsg.ShareFetchRequest, resp *kmsg.ShareFetchResponse) *kmsg.ShareFetchRequest {
+	im := b.image()
+	var allowed []kmsg.ShareFetchRequestTopic
+	for _, t := range r.Topics {
+		if !b.topicDenied(req, im, opRead, "", t.TopicID, true) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewShareFetchResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			sp := kmsg.NewShareFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
+			sp.Records = []byte{}
+			rt.Partitions = append(rt.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(allowed) == len(r.Topics) {
+		return r
+	}
+	rest := *r
+	rest.Topics = allowed
+	return &rest
+}
+
+// shareAckDenied is shareFetchDenied for ShareAcknowledge.
+func (b *Broker) shareAckDenied(req *server.Request, r *kmsg.ShareAcknowledgeRequest, resp *kmsg.ShareAcknowledgeResponse) *kmsg.ShareAcknowledgeRequest {
+	im := b.image()
+	var allowed []kmsg.ShareAcknowledgeRequestTopic
+	for _, t := range r.Topics {
+		if !b.topicDenied(req, im, opRead, "", t.TopicID, true) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewShareAcknowledgeResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(allowed) == len(r.Topics) {
+		return r
+	}
+	rest := *r
+	rest.Topics = allowed
+	return &rest
+}
