@@ -38,6 +38,10 @@ func (b *Broker) createTopics(ctx context.Context, req *server.Request) (server.
 			resp.Topics[len(resp.Topics)-1].ErrorCode = kerr.InvalidRequest.Code
 			continue
 		}
+		if !b.mayQuietly(req, opCreate, rCluster, clusterName) && !b.authorized(req, opCreate, rTopic, rt.Topic) {
+			fail(kerr.TopicAuthorizationFailed)
+			continue
+		}
 		spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: int32(rt.ReplicationFactor), configs: map[string]string{}}
 		for _, c := range rt.Configs {
 			if c.Value != nil {

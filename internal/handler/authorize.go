@@ -183,3 +183,25 @@ func (b *Broker) lookupTopicFor(req *server.Request, im *metadata.Image, op kmsg
 	}
 	return lookupTopic(im, name, id, byID)
 }
+
+// configDenied checks op (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config
+// resource: a topic (TOPIC_AUTHORIZATION_FAILED), the brokers (the
+// CLUSTER resource, CLUSTER_AUTHORIZATION_FAILED) or a group
+// (GROUP_AUTHORIZATION_FAILED). Other types are left to the handler.
+func (b *Broker) configDenied(req *server.Request, op kmsg.ACLOperation, typ kmsg.ConfigResourceType, name string) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !b.authorized(req, op, rTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !b.authorizedCluster(req, op) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !b.authorized(req, op, rGroup, name) {
+			return kerr.GroupAuthorizationFailed
+		}
+	}
+	return nil
+}
