@@ -1,0 +1,125 @@
+package tests
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/internal/auth"
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// startSecured runs a node with Berth's authorizer on, User:admin a super
+// user, and every client acting as User:<its client id> (the test hook
+// that stands in for SASL).
+func startSecured(t *testing.T, opts ...tc.Option) *tc.Node {
+	t.Helper()
+	n := tc.Start(t, append([]tc.Option{
+		tc.With("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		tc.With("super.users", "User:admin"),
+	}, opts...)...)
+	n.TestPrincipals(func(clientID string) (auth.Principal, bool) { return auth.User(clientID), true })
+	return n
+}
+
+func as(t *testing.T, n *tc.Node, principal string, opts ...kgo.Opt) *kgo.Client {
+	return tc.Client(t, n.Addr(), append([]kgo.Opt{kgo.ClientID(principal)}, opts...)...)
+}
+
+func mustCreateACLs(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
+	t.Helper()
+	res, err := adm.CreateACLs(ctxT(t, 30*time.Second), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("create acl %+v: %v %s", r, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// A producer, a consumer and a stranger against ACLs made with kadm, as
+// kafka-acls.sh makes them: each may do what its ACLs allow and nothing
+// else, and deleting an ACL takes the right away.
+func TestACLsProducerConsumer(t *testing.T) {
+	n := startSecured(t)
+	ctx := ctxT(t, 60*time.Second)
+	admin := kadm.NewClient(as(t, n, "admin"))
+	if r, err := admin.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil || r.Err != nil {
+		t.Fatalf("admin creates a topic: %v %v", err, r.Err)
+	}
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpWrite))
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:bob").Topics("ord").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:bob").Groups("billing").Operations(kadm.OpRead))
+
+	alice := as(t, n, "alice", kgo.DefaultProduceTopic("orders"))
+	produceSync(t, alice, &kgo.Record{Value: []byte("paid")})
+
+	mallory := as(t, n, "mallory", kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(1))
+	err := mallory.ProduceSync(ctx, &kgo.Record{Value: []byte("forged")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("a stranger's produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// Metadata hides what a principal may not describe.
+	if topics, err := kadm.NewClient(mallory).ListTopics(ctx); err != nil || topics.Has("orders") {
+		t.Fatalf("the stranger lists %v (%v)", topics.Names(), err)
+	}
+	if topics, err := kadm.NewClient(as(t, n, "bob")).ListTopics(ctx); err != nil || !topics.Has("orders") {
+		t.Fatalf("bob (READ on ord*) lists %v (%v)", topics.Names(), err)
+	}
+
+	recs := consumeN(t, n.Addr(), "orders", 1, kgo.ClientID("bob"), kgo.ConsumerGroup("billing"))
+	if string(recs[0].Value) != "paid" {
+		t.Fatalf("bob read %q", recs[0].Value)
+	}
+	// Without READ on the group, a consumer group is refused.
+	cl := as(t, n, "bob", kgo.ConsumeTopics("orders"), kgo.ConsumerGroup("other"))
+	pollCtx := ctxT(t, 10*time.Second)
+	var groupErr error
+	for groupErr == nil && pollCtx.Err() == nil {
+		cl.PollFetches(pollCtx).EachError(func(_ string, _ int32, err error) { groupErr = err })
+	}
+	if !errors.Is(groupErr, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("bob in group other: %v, want GROUP_AUTHORIZATION_FAILED", groupErr)
+	}
+
+	// Only a principal with ALTER on the cluster changes ACLs.
+	if res, err := kadm.NewClient(as(t, n, "alice")).CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").
+		Topics("*").Operations(kadm.OpAll)); err != nil || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice grants herself everything: %v %v", err, res)
+	}
+
+	described, err := admin.DescribeACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().AnyResource().
+		ResourcePatternType(kadm.ACLPatternMatch).Operations(kadm.OpAny))
+	if err != nil || len(described) != 1 || len(described[0].Described) != 1 || described[0].Described[0].Name != "orders" {
+		t.Fatalf("describe alice's acls: %v %+v", err, described)
+	}
+	deleted, err := admin.DeleteACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("orders").Operations(kadm.OpWrite))
+	if err != nil || len(deleted) != 1 || len(deleted[0].Deleted) != 1 {
+		t.Fatalf("delete alice's acl: %v %+v", err, deleted)
+	}
+	alice2 := as(t, n, "alice", kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(1))
+	if err := alice2.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice after her ACL was deleted: %v", err)
+	}
+}
+
+// Without an authorizer the ACL APIs answer SECURITY_DISABLED, as Kafka's.
+func TestACLsSecurityDisabled(t *testing.T) {
+	n := tc.Start(t)
+	adm := tc.Admin(t, n.Addr())
+	res, err := adm.CreateACLs(ctxT(t, 30*time.Second), kadm.NewACLs().Allow("User:a").Topics("t").Operations(kadm.OpRead))
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.SecurityDisabled) {
+		t.Fatalf("create acls without an authorizer: %v %+v", err, res)
+	}
+	dres, err := adm.DescribeACLs(ctxT(t, 30*time.Second), kadm.NewACLs().Allow().AllowHosts().AnyResource().Operations(kadm.OpAny))
+	if err != nil || len(dres) != 1 || !errors.Is(dres[0].Err, kerr.SecurityDisabled) {
+		t.Fatalf("describe acls without an authorizer: %v %+v", err, dres)
+	}
+}
