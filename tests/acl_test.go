@@ -2,6 +2,8 @@ package tests
 
 import (
 	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +123,19 @@ func TestACLsSecurityDisabled(t *testing.T) {
 	dres, err := adm.DescribeACLs(ctxT(t, 30*time.Second), kadm.NewACLs().Allow().AllowHosts().AnyResource().Operations(kadm.OpAny))
 	if err != nil || len(dres) != 1 || !errors.Is(dres[0].Err, kerr.SecurityDisabled) {
 		t.Fatalf("describe acls without an authorizer: %v %+v", err, dres)
+	}
+}
+
+// kafka-python's KafkaAdminClient create_acls, describe_acls (by
+// principal and MATCH) and delete_acls, as an admin.
+func TestKafkaPythonACLs(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	if exec.Command(py, "-c", "import kafka").Run() != nil {
+		need(t, "/nonexistent/python3-kafka")
+	}
+	n := startSecured(t)
+	out := run(t, "", py, "testdata/kafkapython_acls.py", n.Addr(), "admin")
+	if !strings.Contains(out, "\nok") {
+		t.Fatalf("kafka-python acl calls: %q", out)
 	}
 }
