@@ -22,7 +22,7 @@ func startSecured(t *testing.T, opts ...tc.Option) *tc.Node {
 	t.Helper()
 	n := tc.Start(t, append([]tc.Option{
 		tc.With("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
-		tc.With("super.users", "User:admin"),
+		tc.With("super.users", "User:admin;User:berth-broker-1"), // the node itself: its peer client id (the test hook names it)
 	}, opts...)...)
 	n.TestPrincipals(func(clientID string) (auth.Principal, bool) { return auth.User(clientID), true })
 	return n

@@ -43,3 +43,7 @@ func (c *denialCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDenials, prometheus.CounterValue, float64(v), kmsg.ACLResourceType(typ).String())
 	}
 }
+
+// MetadataImage is the node's current metadata image (tests compare
+// images before and after requests that must change nothing).
+func (n *Node) MetadataImage() *metadata.Image { return n.ctrl.Image() }
