@@ -23,7 +23,7 @@ import (
 // walkNames are the real resources the walk's requests name.
 type walkNames struct {
 	topic, group, shareGroup, txnID, clusterID string
-	topicID                                     [16]byte
+	topicID                                    [16]byte
 }
 
 // walkCase is one API key's request as a principal with no ACLs sends
