@@ -2,6 +2,8 @@ package tests
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/auth"
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -137,5 +141,106 @@ func TestKafkaPythonACLs(t *testing.T) {
 	out := run(t, "", py, "testdata/kafkapython_acls.py", n.Addr(), "admin")
 	if !strings.Contains(out, "\nok") {
 		t.Fatalf("kafka-python acl calls: %q", out)
+	}
+}
+
+// The recipes of docs/security.md, each with only the ACLs it lists: an
+// idempotent producer (WRITE on the topic lets it InitProducerId), a
+// transactional producer on a prefixed transactional id, a share-group
+// worker, topic auto-creation with CREATE, authorized operations, and the
+// denials metric.
+func TestACLRecipes(t *testing.T) {
+	n := startSecured(t, tc.With("auto.create.topics.enable", "true"))
+	ctx := ctxT(t, 90*time.Second)
+	admin := kadm.NewClient(as(t, n, "admin"))
+	for _, topic := range []string{"orders", "invoices", "shipments"} {
+		if r, err := admin.CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+	}
+	// Producer recipe: kgo is idempotent by default.
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:pos").Topics("orders").
+		Operations(kadm.OpWrite, kadm.OpDescribe, kadm.OpCreate))
+	produceSync(t, as(t, n, "pos", kgo.DefaultProduceTopic("orders")), &kgo.Record{Value: []byte("o1")})
+	// READ only: InitProducerId is refused (no IDEMPOTENT_WRITE, no WRITE anywhere).
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:reader").Topics("orders").Operations(kadm.OpRead))
+	reader := as(t, n, "reader", kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(1))
+	if err := reader.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("idempotent produce with READ only: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+
+	// Transactional producer recipe: ids orders-etl-*, writes invoices.
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:etl").TransactionalIDs("orders-etl-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite, kadm.OpDescribe))
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:etl").Topics("invoices").Operations(kadm.OpWrite, kadm.OpDescribe))
+	txp := as(t, n, "etl", kgo.TransactionalID("orders-etl-1"), kgo.DefaultProduceTopic("invoices"))
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, txp, &kgo.Record{Value: []byte("inv")})
+	if err := txp.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	other := as(t, n, "etl", kgo.TransactionalID("other-1"), kgo.DefaultProduceTopic("invoices"))
+	var err error
+	err = other.BeginTransaction() // kgo's InitProducerId runs first
+	if err == nil {
+		err = other.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	}
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("a transactional id outside the prefix: %v", err)
+	}
+
+	// Share-group worker recipe: READ on the topic and the share group.
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:shipper").Topics("shipments").Groups("shippers").Operations(kadm.OpRead))
+	worker := shareConsumer(t, n.Addr(), "shippers", "shipments", kgo.ClientID("shipper"))
+	warmShare(t, as(t, n, "admin"), worker, "shipments")
+
+	// Auto-creation through Metadata needs CREATE (here on the topic prefix).
+	auto := kadm.NewClient(as(t, n, "pos"))
+	md := kmsg.NewPtrMetadataRequest()
+	md.AllowAutoTopicCreation = true
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders-auto")}}
+	if resp, err := md.RequestWith(ctx, as(t, n, "pos")); err != nil || resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("auto-create without CREATE: %v %+v", err, resp)
+	}
+	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:pos").Topics("orders-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpCreate, kadm.OpWrite))
+	poll.Until(t, 10*time.Second, func() error {
+		resp, err := md.RequestWith(ctx, as(t, n, "pos"))
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	})
+	if td, err := auto.ListTopics(ctx, "orders-auto"); err != nil || td["orders-auto"].Err != nil {
+		t.Fatalf("auto-created topic: %v %v", err, td)
+	}
+
+	// authorized_operations: pos has WRITE, DESCRIBE and CREATE on orders.
+	var resp *kmsg.MetadataResponse
+	md2 := kmsg.NewPtrMetadataRequest()
+	md2.IncludeTopicAuthorizedOperations, md2.IncludeClusterAuthorizedOperations = true, true
+	md2.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
+	resp, err = md2.RequestWith(ctx, as(t, n, "pos"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int32(1<<kmsg.ACLOperationWrite | 1<<kmsg.ACLOperationDescribe | 1<<kmsg.ACLOperationCreate)
+	if got := resp.Topics[0].AuthorizedOperations; got != want {
+		t.Fatalf("pos's authorized operations on orders %b, want %b", got, want)
+	}
+
+	// The denials so far are counted by resource type.
+	hr, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(hr.Body)
+	hr.Body.Close()
+	for _, typ := range []string{"TOPIC", "CLUSTER", "TRANSACTIONAL_ID"} {
+		if !strings.Contains(string(body), `berth_authorization_denials_total{resource_type="`+typ+`"} `) ||
+			strings.Contains(string(body), `berth_authorization_denials_total{resource_type="`+typ+`"} 0`+"\n") {
+			t.Errorf("/metrics counts no %s denial", typ)
+		}
 	}
 }
