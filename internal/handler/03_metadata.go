@@ -68,7 +68,7 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 		}
 		if t != nil && !b.authorized(req, opDescribe, rTopic, t.Name) {
 			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic, mt.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code // by id: no name
+			mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code // by id: no name
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
