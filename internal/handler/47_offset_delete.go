@@ -25,10 +25,12 @@ func (b *Broker) offsetDelete(_ context.Context, req *server.Request) (server.Re
 		return now(resp), nil
 	}
 	im := b.image()
+	rest := *r
+	rest.Topics = nil
 	for _, t := range r.Topics {
-		if b.topicDenied(req, im, opRead, t.Topic, [16]byte{}, false) {
-			// Kafka answers the whole request's topics one by one; Berth
-			// refuses the request so that nothing of it is deleted.
+		if !b.topicDenied(req, im, opRead, t.Topic, [16]byte{}, false) {
+			rest.Topics = append(rest.Topics, t)
+		} else { // answered here, the others go on (as Kafka)
 			rt := kmsg.NewOffsetDeleteResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -39,8 +41,19 @@ func (b *Broker) offsetDelete(_ context.Context, req *server.Request) (server.Re
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	if len(resp.Topics) > 0 {
+	if len(resp.Topics) == 0 {
+		return later(req.Conn, func(respond func(*kmsg.OffsetDeleteResponse)) { b.Groups.OffsetDelete(r, respond) }), nil
+	}
+	if len(rest.Topics) == 0 {
 		return now(resp), nil
 	}
-	return later(req.Conn, func(respond func(*kmsg.OffsetDeleteResponse)) { b.Groups.OffsetDelete(r, respond) }), nil
+	denied := resp.Topics
+	reply := later(req.Conn, func(respond func(*kmsg.OffsetDeleteResponse)) { b.Groups.OffsetDelete(&rest, respond) })
+	return func() kmsg.Response {
+		out := reply()
+		if dr, ok := out.(*kmsg.OffsetDeleteResponse); ok {
+			dr.Topics = append(dr.Topics, denied...)
+		}
+		return out
+	}, nil
 }
