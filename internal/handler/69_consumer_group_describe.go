@@ -28,6 +28,17 @@ func (b *Broker) consumerGroupDescribe(_ context.Context, req *server.Request) (
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		g.AuthorizedOperations = b.opsIf(r.IncludeAuthorizedOperations, req, rGroup, g.Group)
+		var topics []string
+		for _, m := range g.Members {
+			for _, a := range append(m.Assignment.TopicPartitions, m.TargetAssignment.TopicPartitions...) {
+				topics = append(topics, a.Topic)
+			}
+		}
+		if msg := b.hiddenTopics(req, topics); msg != nil { // as Kafka: not a member list naming topics it may not see
+			id := g.Group
+			*g = kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode, g.ErrorMessage = id, kerr.TopicAuthorizationFailed.Code, msg
+		}
 	}
 	for _, g := range denied {
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()

@@ -28,6 +28,17 @@ func (b *Broker) shareGroupDescribe(_ context.Context, req *server.Request) (ser
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		g.AuthorizedOperations = b.opsIf(r.IncludeAuthorizedOperations, req, rGroup, g.GroupID)
+		var topics []string
+		for _, m := range g.Members {
+			for _, a := range m.Assignment.TopicPartitions {
+				topics = append(topics, a.Topic)
+			}
+		}
+		if msg := b.hiddenTopics(req, topics); msg != nil { // as Kafka
+			id := g.GroupID
+			*g = kmsg.NewShareGroupDescribeResponseGroup()
+			g.GroupID, g.ErrorCode, g.ErrorMessage = id, kerr.TopicAuthorizationFailed.Code, msg
+		}
 	}
 	for _, g := range denied {
 		dg := kmsg.NewShareGroupDescribeResponseGroup()

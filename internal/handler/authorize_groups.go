@@ -277,3 +277,26 @@ func (b *Broker) shareAckDenied(req *server.Request, r *kmsg.ShareAcknowledgeReq
 	rest.Topics = allowed
 	return &rest
 }
+
+// hiddenTopics returns a message naming the topics of a group description
+// the principal may not DESCRIBE (nil when it may describe them all): a
+// described group's assignments must not show them, so Kafka answers the
+// group TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) hiddenTopics(req *server.Request, topics []string) *string {
+	var hidden []string
+	seen := map[string]bool{}
+	for _, t := range topics {
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		if !b.mayQuietly(req, opDescribe, rTopic, t) {
+			hidden = append(hidden, t)
+		}
+	}
+	if hidden == nil {
+		return nil
+	}
+	msg := "the group's assignments name topics the principal may not describe: " + strings.Join(hidden, ", ")
+	return &msg
+}
