@@ -63,6 +63,8 @@ func (b *Broker) createACLs(ctx context.Context, req *server.Request) (server.Re
 		for _, i := range valid {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = c, msg
 		}
+		return now(resp), nil
 	}
+	b.auditACLChange(req, "created", add)
 	return now(resp), nil
 }

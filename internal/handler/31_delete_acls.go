@@ -70,6 +70,8 @@ func (b *Broker) deleteACLs(ctx context.Context, req *server.Request) (server.Re
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = c, msg
 			resp.Results[i].MatchingACLs = nil
 		}
+		return now(resp), nil
 	}
+	b.auditACLChange(req, "deleted", del)
 	return now(resp), nil
 }

@@ -5,12 +5,14 @@ package handler
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/server"
 )
 
 // aclFilter is a request's filter; version 0 has no pattern type and
@@ -38,3 +40,17 @@ func aclCode(err error) (int16, *string) {
 func (b *Broker) aclsDisabled() bool { return !auth.Enabled(b.Authorizer) }
 
 var errSecurityDisabled = errors.New("no authorizer is configured (authorizer.class.name): ACLs are not enabled on this cluster")
+
+// auditACLChange records each created or deleted binding in the audit
+// trail (Kind "management") and the broker log.
+func (b *Broker) auditACLChange(req *server.Request, what string, acls []metadata.ACL) {
+	method := kmsg.NameForKey(req.Key)
+	for _, a := range acls {
+		b.log.Info("acl "+what, "acl", a.String(), "principal", req.Conn.Principal().String())
+		b.Auditor.Audit(auth.Event{Time: time.Now(), Principal: req.Conn.Principal(), Host: req.Conn.Host(),
+			Kind: "management", Method: method, Operation: a.Operation.String(),
+			ResourceType: a.ResourceType.String(), ResourceName: a.ResourceName, Allowed: true,
+			Detail: map[string]string{"change": what, "acl": a.String(), "acl_principal": a.Principal,
+				"acl_host": a.Host, "acl_permission": a.Permission.String(), "acl_pattern": a.PatternType.String()}})
+	}
+}
