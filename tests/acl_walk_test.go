@@ -397,6 +397,35 @@ var walkCases = map[int16]walkCase{
 		r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: w.topic}}
 		return r
 	}},
+	// Keys served on the other branches of issue 14 (SASL, quotas, SCRAM
+	// users): their cases are here so the walk covers them once merged.
+	17: {req: func(walkNames) kmsg.Request {
+		r := kmsg.NewPtrSASLHandshakeRequest()
+		r.Mechanism = "PLAIN"
+		return r
+	}, check: notAuthorizationRefused},
+	36: {req: func(walkNames) kmsg.Request {
+		r := kmsg.NewPtrSASLAuthenticateRequest()
+		r.SASLAuthBytes = []byte("\x00nobody\x00wrong")
+		return r
+	}, check: notAuthorizationRefused},
+	48: {want: clusterAuth, req: func(walkNames) kmsg.Request {
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		r.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: kmsg.QuotasMatchTypeAny}}
+		return r
+	}},
+	49: {want: clusterAuth, req: func(walkNames) kmsg.Request {
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: sp("nobody")}},
+			Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1e9}}}}
+		return r
+	}},
+	50: {want: clusterAuth, req: func(walkNames) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }},
+	51: {want: clusterAuth, req: func(walkNames) kmsg.Request {
+		r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "admin", Mechanism: 1}}
+		return r
+	}},
 	berthmsg.AnnotateShareRecordsKey: {want: groupAuth, req: func(w walkNames) kmsg.Request {
 		r := berthmsg.NewAnnotateShareRecordsRequest()
 		r.GroupID, r.MemberID = w.shareGroup, "walker"
@@ -409,6 +438,21 @@ var walkCases = map[int16]walkCase{
 		r.GroupID = w.shareGroup
 		return r
 	}},
+}
+
+// notAuthorizationRefused is the check of the keys every principal may
+// send (authentication): whatever they answer, it is no authorization
+// failure.
+func notAuthorizationRefused(resp kmsg.Response) error {
+	var codes []int16
+	errorCodes(reflect.ValueOf(resp), &codes)
+	for _, c := range codes {
+		switch c {
+		case topicAuth.Code, groupAuth.Code, clusterAuth.Code, txnAuth.Code:
+			return fmt.Errorf("answered %s, an authorization failure, to a key every principal may send", kerr.ErrorForCode(c))
+		}
+	}
+	return nil
 }
 
 // A key registered without a walk case fails here: the walk must cover
