@@ -169,6 +169,13 @@ func TestACLRecipes(t *testing.T) {
 		t.Fatalf("idempotent produce with READ only: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
 	}
 
+	// A transactional batch needs WRITE on a transactional id, so a
+	// request without one cannot open a transaction (Kafka's rule).
+	pos := as(t, n, "pos")
+	if p := rawProduce(t, pos, "orders", txnBatch(5000, 0, 0, "sneaky")); p.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("a transactional batch without a transactional id: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+
 	// Transactional producer recipe: ids orders-etl-*, writes invoices.
 	mustCreateACLs(t, admin, kadm.NewACLs().Allow("User:etl").TransactionalIDs("orders-etl-").
 		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite, kadm.OpDescribe))

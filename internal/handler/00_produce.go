@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
@@ -50,7 +51,10 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return b.produceError(r, resp, kerr.InvalidRequiredAcks), nil
 	}
-	if r.TransactionID != nil && !b.authorized(req, opWrite, rTxnID, *r.TransactionID) {
+	if r.TransactionID != nil && !b.authorized(req, opWrite, rTxnID, *r.TransactionID) ||
+		r.TransactionID == nil && auth.Enabled(b.Authorizer) && hasTransactionalBatch(r) {
+		// Kafka: transactional records need WRITE on the request's
+		// transactional id, so a request without one cannot carry them.
 		return b.produceError(r, resp, kerr.TransactionalIDAuthorizationFailed), nil
 	}
 	im := b.image()
@@ -260,4 +264,17 @@ func (b *Broker) produceDenied(req *server.Request, r *kmsg.ProduceRequest, im *
 		}
 	}
 	return denied, &allowed
+}
+
+// hasTransactionalBatch reports whether a partition of r carries a
+// transactional batch.
+func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			if h, err := batch.ParseHeader(rp.Records); err == nil && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -9,7 +9,7 @@ package handler
 // other branches of issue 14 (SASL, quotas, SCRAM users) are here so the
 // merge finds them.
 var authzChecks = map[int16]string{
-	0:     "WRITE on each TOPIC; with a transactional id, WRITE on the TRANSACTIONAL_ID (idempotence needs nothing more, KIP-679)",
+	0:     "WRITE on each TOPIC; with a transactional id, WRITE on the TRANSACTIONAL_ID (transactional batches without one: TRANSACTIONAL_ID_AUTHORIZATION_FAILED; idempotence needs nothing more, KIP-679)",
 	1:     "consumers: READ on each TOPIC; followers (a replica id): CLUSTER_ACTION on the CLUSTER",
 	2:     "DESCRIBE on each TOPIC",
 	3:     "DESCRIBE on each TOPIC named (TOPIC_AUTHORIZATION_FAILED), all topics: only those it may describe; auto-creation: CREATE on the CLUSTER or the TOPIC",
