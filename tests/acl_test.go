@@ -251,3 +251,59 @@ func TestACLRecipes(t *testing.T) {
 		}
 	}
 }
+
+// CreateAcls checks each binding as Kafka does and answers each one:
+// valid ones are created, the others get INVALID_REQUEST with the reason;
+// DescribeAcls refuses a filter with UNKNOWN values.
+func TestCreateACLsValidation(t *testing.T) {
+	n := startSecured(t)
+	ctx := ctxT(t, 30*time.Second)
+	admin := as(t, n, "admin")
+	c := func(typ kmsg.ACLResourceType, name string, pat kmsg.ACLResourcePatternType, principal string, op kmsg.ACLOperation) kmsg.CreateACLsRequestCreation {
+		return kmsg.CreateACLsRequestCreation{ResourceType: typ, ResourceName: name, ResourcePatternType: pat, Principal: principal,
+			Host: "*", Operation: op, PermissionType: kmsg.ACLPermissionTypeAllow}
+	}
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	cases := []struct {
+		c  kmsg.CreateACLsRequestCreation
+		ok bool
+	}{
+		{c(kmsg.ACLResourceTypeTopic, "t", pre, "User:a", kmsg.ACLOperationRead), true},
+		{c(kmsg.ACLResourceTypeTransactionalId, "x", lit, "User:a", kmsg.ACLOperationCreate), false}, // not a TRANSACTIONAL_ID operation
+		{c(kmsg.ACLResourceTypeCluster, "other", lit, "User:a", kmsg.ACLOperationAlter), false},      // only kafka-cluster
+		{c(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeMatch, "User:a", kmsg.ACLOperationRead), false},
+		{c(kmsg.ACLResourceTypeTopic, "t", lit, "alice", kmsg.ACLOperationRead), false}, // no principal type
+		{c(kmsg.ACLResourceTypeTopic, "t", lit, "User:a", kmsg.ACLOperationAny), false},
+		{c(kmsg.ACLResourceTypeAny, "t", lit, "User:a", kmsg.ACLOperationRead), false},
+		{c(kmsg.ACLResourceTypeTopic, "", lit, "User:a", kmsg.ACLOperationRead), false},
+		{c(kmsg.ACLResourceTypeDelegationToken, "tok", lit, "User:a", kmsg.ACLOperationDescribe), true},
+		{c(kmsg.ACLResourceTypeUser, "User:bob", lit, "User:a", kmsg.ACLOperationDescribeTokens), true},
+		{c(kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:a", kmsg.ACLOperationIdempotentWrite), true},
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, tc := range cases {
+		req.Creations = append(req.Creations, tc.c)
+	}
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil || len(resp.Results) != len(cases) {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	for i, r := range resp.Results {
+		switch {
+		case cases[i].ok && r.ErrorCode != 0:
+			t.Errorf("creation %d (%+v) refused: %v %v", i, cases[i].c, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		case !cases[i].ok && (r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil):
+			t.Errorf("creation %d (%+v): code %d, want INVALID_REQUEST with a reason", i, cases[i].c, r.ErrorCode)
+		}
+	}
+	d := kmsg.NewPtrDescribeACLsRequest()
+	d.ResourceType, d.ResourcePatternType, d.Operation, d.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	dr, err := d.RequestWith(ctx, admin)
+	if err != nil || dr.ErrorCode != 0 || len(dr.Resources) != 4 {
+		t.Fatalf("describe all: %v %+v", err, dr)
+	}
+	d.ResourceType = kmsg.ACLResourceTypeUnknown
+	if dr, err := d.RequestWith(ctx, admin); err != nil || dr.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("describe with an UNKNOWN resource type: %v %+v", err, dr)
+	}
+}
