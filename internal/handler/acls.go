@@ -45,10 +45,14 @@ var errSecurityDisabled = errors.New("no authorizer is configured (authorizer.cl
 // trail (Kind "management") and the broker log.
 func (b *Broker) auditACLChange(req *server.Request, what string, acls []metadata.ACL) {
 	method := kmsg.NameForKey(req.Key)
+	var listener string
+	if req.Conn != nil {
+		listener = req.Conn.Listener
+	}
 	for _, a := range acls {
 		b.log.Info("acl "+what, "acl", a.String(), "principal", req.Conn.Principal().String())
 		b.Auditor.Audit(auth.Event{Time: time.Now(), Principal: req.Conn.Principal(), Host: req.Conn.Host(),
-			Kind: "management", Method: method, Operation: a.Operation.String(),
+			Listener: listener, Kind: "management", Method: method, Operation: a.Operation.String(),
 			ResourceType: a.ResourceType.String(), ResourceName: a.ResourceName, Allowed: true,
 			Detail: map[string]string{"change": what, "acl": a.String(), "acl_principal": a.Principal,
 				"acl_host": a.Host, "acl_permission": a.Permission.String(), "acl_pattern": a.PatternType.String()}})
