@@ -251,11 +251,16 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	n.unsub = unsub
 	go n.follow(ch)
 
+	authz, err := newAuthorizer(cfg, n.ctrl, logger)
+	if err != nil {
+		return nil, err
+	}
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
 		Groups: n.groups, Shares: n.shares, Propose: n.propose, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 		Topics: n.topics, ProducerIDs: n.pids,
+		Authorizer: authz,
 	})
 	n.kh = h
 	if err := n.startAudit(cfg); err != nil {

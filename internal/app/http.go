@@ -89,6 +89,8 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	n.txns.RegisterMetrics(reg)
 	reg.MustRegister(&lsoCollector{n: n})
 	n.registerQuotaMetrics(reg)
+
+	reg.MustRegister(&denialCollector{n: n})
 }
 
 var (

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
@@ -50,16 +51,26 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return b.produceError(r, resp, kerr.InvalidRequiredAcks), nil
 	}
+	if r.TransactionID != nil && !b.authorized(req, opWrite, rTxnID, *r.TransactionID) ||
+		r.TransactionID == nil && auth.Enabled(b.Authorizer) && hasTransactionalBatch(r) {
+		// Kafka: transactional records need WRITE on the request's
+		// transactional id, so a request without one cannot carry them.
+		return b.produceError(r, resp, kerr.TransactionalIDAuthorizationFailed), nil
+	}
 	im := b.image()
-	checks := b.checkTxnBatches(ctx, r, im)
+	denied, allowed := b.produceDenied(req, r, im)
+	checks := b.checkTxnBatches(ctx, allowed, im)
 	scratch := batch.GetScratch()
 	defer batch.PutScratch(scratch)
 	var waits []produceWait
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(r.Topics))
-	for _, rt := range r.Topics {
+	for ti, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		t, terr := lookupTopic(im, rt.Topic, rt.TopicID, r.Version >= 13)
+		if denied[ti] {
+			t, terr = nil, kerr.TopicAuthorizationFailed
+		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			sp := &st.Partitions[i]
@@ -226,4 +237,44 @@ func (b *Broker) checkTxnBatches(ctx context.Context, r *kmsg.ProduceRequest, im
 		}
 	}
 	return out
+}
+
+// produceDenied checks WRITE on each topic of r (an idempotent producer
+// needs nothing more: Kafka's IDEMPOTENT_WRITE is implied by WRITE on a
+// topic, KIP-679). It returns the refused topics by index and r without
+// them, for the transaction coordinator's checks.
+func (b *Broker) produceDenied(req *server.Request, r *kmsg.ProduceRequest, im *metadata.Image) (map[int]bool, *kmsg.ProduceRequest) {
+	var denied map[int]bool
+	for i, rt := range r.Topics {
+		if b.topicDenied(req, im, opWrite, rt.Topic, rt.TopicID, r.Version >= 13) {
+			if denied == nil {
+				denied = map[int]bool{}
+			}
+			denied[i] = true
+		}
+	}
+	if denied == nil {
+		return nil, r
+	}
+	allowed := *r
+	allowed.Topics = nil
+	for i, rt := range r.Topics {
+		if !denied[i] {
+			allowed.Topics = append(allowed.Topics, rt)
+		}
+	}
+	return denied, &allowed
+}
+
+// hasTransactionalBatch reports whether a partition of r carries a
+// transactional batch.
+func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			if h, err := batch.ParseHeader(rp.Records); err == nil && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -39,9 +39,52 @@ func init() { register(1, 4, 18, (*Broker).fetch) }
 func (b *Broker) fetch(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	conn := req.Conn
+	r, denied := b.fetchDenied(req, r)
 	return func() kmsg.Response {
-		return fetchResponse{b.fetchLongPoll(r, conn)}
+		resp := b.fetchLongPoll(r, conn)
+		resp.Topics = append(resp.Topics, denied...)
+		return fetchResponse{resp}
 	}, nil
+}
+
+// fetchDenied checks a fetch: a follower's (a replica id) needs
+// CLUSTER_ACTION on the cluster, a consumer's READ on each topic. It
+// returns the request without the refused topics (answered at once when
+// there are any, as any partition error is) and their answers,
+// TOPIC_AUTHORIZATION_FAILED on every partition.
+func (b *Broker) fetchDenied(req *server.Request, r *kmsg.FetchRequest) (*kmsg.FetchRequest, []kmsg.FetchResponseTopic) {
+	replicaID := r.ReplicaID
+	if r.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	follower := replicaID >= 0
+	if follower && b.authorizedCluster(req, opClusterAction) {
+		return r, nil
+	}
+	im := b.image()
+	var denied []kmsg.FetchResponseTopic
+	var allowed []kmsg.FetchRequestTopic
+	for _, rt := range r.Topics {
+		if !follower && !b.topicDenied(req, im, opRead, rt.Topic, rt.TopicID, r.Version >= 13) {
+			allowed = append(allowed, rt)
+			continue
+		}
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset, sp.PreferredReadReplica = -1, -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		denied = append(denied, st)
+	}
+	if denied == nil {
+		return r, nil
+	}
+	rest := *r
+	rest.Topics, rest.MaxWaitMillis = allowed, 0
+	return &rest, denied
 }
 
 // incrementalFetch reports whether r continues a fetch session (KIP-227):

@@ -25,7 +25,7 @@ func (b *Broker) listOffsets(_ context.Context, req *server.Request) (server.Rep
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, rt.Topic, [16]byte{}, false)
+		t, terr := b.lookupTopicFor(req, im, opDescribe, rt.Topic, [16]byte{}, false)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition

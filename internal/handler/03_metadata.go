@@ -36,12 +36,18 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 	cid := im.ClusterID
 	resp.ClusterID = &cid
 	resp.ControllerID = b.controllerID()
-	resp.AuthorizedOperations = authzNotComputed
+	resp.AuthorizedOperations = b.opsIf(r.Version >= 8 && r.IncludeClusterAuthorizedOperations, req, rCluster, clusterName)
+	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		mt.AuthorizedOperations = b.opsIf(r.Version >= 8 && r.IncludeTopicAuthorizedOperations, req, rTopic, *mt.Topic)
+		return mt
+	}
 
 	autoCreate := (r.Version < 4 || r.AllowAutoTopicCreation) && b.brokerValue(im, "auto.create.topics.enable") == "true"
 	if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
 		for _, name := range im.TopicNames() {
-			resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], 0))
+			if b.mayQuietly(req, opDescribe, rTopic, name) { // the others are hidden
+				resp.Topics = append(resp.Topics, withOps(topicMetadata(im.Topics[name], 0)))
+			}
 		}
 		return now(resp), nil
 	}
@@ -60,11 +66,20 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 				continue
 			}
 		}
+		if t != nil && !b.authorized(req, opDescribe, rTopic, t.Name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code // by id: no name
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t == nil && rt.Topic != nil {
 			name := *rt.Topic
 			errCode := kerr.UnknownTopicOrPartition.Code
 			if err := validTopicName(name); err != nil {
 				errCode = kerr.InvalidTopicException.Code
+			} else if !b.authorized(req, opDescribe, rTopic, name) ||
+				autoCreate && !b.mayQuietly(req, opCreate, rCluster, clusterName) && !b.authorized(req, opCreate, rTopic, name) {
+				errCode = kerr.TopicAuthorizationFailed.Code
 			} else if autoCreate {
 				created, err := b.createTopic(ctx, topicSpec{name: name, partitions: -1, rf: -1})
 				switch {
@@ -93,7 +108,7 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 		if t == nil {
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(t, 0))
+		resp.Topics = append(resp.Topics, withOps(topicMetadata(t, 0)))
 	}
 	return now(resp), nil
 }

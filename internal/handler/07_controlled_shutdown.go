@@ -33,6 +33,10 @@ type ShutdownController interface {
 func (b *Broker) controlledShutdown(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ControlledShutdownRequest)
 	resp := r.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	if !b.authorizedCluster(req, opClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if b.Shutdowns == nil || !b.Controller.IsLeader() {
 		resp.ErrorCode = kerr.NotController.Code
 		return now(resp), nil

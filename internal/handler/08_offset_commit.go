@@ -21,6 +21,18 @@ import (
 func init() { register(8, 0, 10, (*Broker).offsetCommit) }
 
 func (b *Broker) offsetCommit(_ context.Context, req *server.Request) (server.Reply, error) {
-	r := req.Body.(*kmsg.OffsetCommitRequest)
-	return later(req.Conn, func(respond func(*kmsg.OffsetCommitResponse)) { b.Groups.OffsetCommit(r, respond) }), nil
+	r, denied := b.offsetCommitDenied(req, req.Body.(*kmsg.OffsetCommitRequest))
+	if r == nil {
+		resp := req.Body.(*kmsg.OffsetCommitRequest).ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = denied
+		return now(resp), nil
+	}
+	reply := later(req.Conn, func(respond func(*kmsg.OffsetCommitResponse)) { b.Groups.OffsetCommit(r, respond) })
+	return func() kmsg.Response {
+		resp := reply()
+		if cr, ok := resp.(*kmsg.OffsetCommitResponse); ok {
+			cr.Topics = append(cr.Topics, denied...)
+		}
+		return resp
+	}, nil
 }

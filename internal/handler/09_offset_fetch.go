@@ -19,5 +19,5 @@ import (
 func init() { register(9, 0, 10, (*Broker).offsetFetch) }
 
 func (b *Broker) offsetFetch(_ context.Context, req *server.Request) (server.Reply, error) {
-	return now(b.Groups.OffsetFetch(req.Body.(*kmsg.OffsetFetchRequest))), nil
+	return now(b.offsetFetchAuthorized(req, req.Body.(*kmsg.OffsetFetchRequest), b.Groups.OffsetFetch)), nil
 }

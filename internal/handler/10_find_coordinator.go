@@ -43,7 +43,10 @@ func (b *Broker) findCoordinator(ctx context.Context, req *server.Request) (serv
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key, c.NodeID = key, -1
-		node, err := b.coordinatorFor(ctx, r.CoordinatorType, key)
+		node, err := metadata.Broker{}, b.coordinatorDenied(req, r.CoordinatorType, key)
+		if err == nil {
+			node, err = b.coordinatorFor(ctx, r.CoordinatorType, key)
+		}
 		if err != nil {
 			c.ErrorCode, c.ErrorMessage = code(err), errMsg(err)
 		} else {
@@ -103,3 +106,18 @@ func (b *Broker) coordinatorFor(ctx context.Context, typ int8, key string) (meta
 // coordinatorLoadWait bounds how long FindCoordinator waits for this
 // node's coordinator to load the partition it names.
 const coordinatorLoadWait = 2 * time.Second
+
+// coordinatorDenied checks a FindCoordinator key before anything is
+// created: DESCRIBE on the group (type 0) or the transactional id (1),
+// CLUSTER_ACTION for a share-state key (2, brokers only).
+func (b *Broker) coordinatorDenied(req *server.Request, typ int8, key string) error {
+	switch {
+	case typ == 0 && !b.authorized(req, opDescribe, rGroup, key):
+		return kerr.GroupAuthorizationFailed
+	case typ == 1 && !b.authorized(req, opDescribe, rTxnID, key):
+		return kerr.TransactionalIDAuthorizationFailed
+	case typ == 2 && !b.authorizedCluster(req, opClusterAction):
+		return kerr.ClusterAuthorizationFailed
+	}
+	return nil
+}

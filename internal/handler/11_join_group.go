@@ -14,6 +14,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -23,6 +24,11 @@ func init() { register(11, 0, 9, (*Broker).joinGroup) }
 
 func (b *Broker) joinGroup(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.JoinGroupRequest)
+	if b.groupDenied(req, opRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return now(resp), nil
+	}
 	return later(req.Conn, func(respond func(*kmsg.JoinGroupResponse)) {
 		b.Groups.JoinGroup(r, req.ClientID, clientHost(req), respond)
 	}), nil

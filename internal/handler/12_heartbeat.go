@@ -9,6 +9,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -17,5 +18,11 @@ import (
 func init() { register(12, 0, 4, (*Broker).heartbeat) }
 
 func (b *Broker) heartbeat(_ context.Context, req *server.Request) (server.Reply, error) {
-	return now(b.Groups.Heartbeat(req.Body.(*kmsg.HeartbeatRequest))), nil
+	r := req.Body.(*kmsg.HeartbeatRequest)
+	if b.groupDenied(req, opRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
+	return now(b.Groups.Heartbeat(r)), nil
 }

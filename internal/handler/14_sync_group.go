@@ -10,6 +10,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -19,5 +20,10 @@ func init() { register(14, 0, 5, (*Broker).syncGroup) }
 
 func (b *Broker) syncGroup(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.SyncGroupRequest)
+	if b.groupDenied(req, opRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	return later(req.Conn, func(respond func(*kmsg.SyncGroupResponse)) { b.Groups.SyncGroup(r, respond) }), nil
 }

@@ -12,6 +12,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -20,5 +21,19 @@ import (
 func init() { register(15, 0, 6, (*Broker).describeGroups) }
 
 func (b *Broker) describeGroups(_ context.Context, req *server.Request) (server.Reply, error) {
-	return now(b.Groups.DescribeGroups(req.Body.(*kmsg.DescribeGroupsRequest))), nil
+	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	allowed, denied := b.splitGroups(req, opDescribe, r.Groups)
+	rest := *r
+	rest.Groups = allowed
+	resp := b.Groups.DescribeGroups(&rest)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		g.AuthorizedOperations = b.opsIf(r.Version >= 3 && r.IncludeAuthorizedOperations, req, rGroup, g.Group)
+	}
+	for _, g := range denied {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return now(resp), nil
 }

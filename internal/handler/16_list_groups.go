@@ -18,5 +18,15 @@ import (
 func init() { register(16, 0, 5, (*Broker).listGroups) }
 
 func (b *Broker) listGroups(_ context.Context, req *server.Request) (server.Reply, error) {
-	return now(b.Groups.ListGroups(req.Body.(*kmsg.ListGroupsRequest))), nil
+	resp := b.Groups.ListGroups(req.Body.(*kmsg.ListGroupsRequest))
+	if !b.mayQuietly(req, opDescribe, rCluster, clusterName) { // else only the groups it may describe
+		kept := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if b.mayQuietly(req, opDescribe, rGroup, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		resp.Groups = kept
+	}
+	return now(resp), nil
 }

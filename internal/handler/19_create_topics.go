@@ -38,6 +38,10 @@ func (b *Broker) createTopics(ctx context.Context, req *server.Request) (server.
 			resp.Topics[len(resp.Topics)-1].ErrorCode = kerr.InvalidRequest.Code
 			continue
 		}
+		if !b.mayQuietly(req, opCreate, rCluster, clusterName) && !b.authorized(req, opCreate, rTopic, rt.Topic) {
+			fail(kerr.TopicAuthorizationFailed)
+			continue
+		}
 		spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: int32(rt.ReplicationFactor), configs: map[string]string{}}
 		for _, c := range rt.Configs {
 			if c.Value != nil {
@@ -83,6 +87,11 @@ func (b *Broker) createTopics(ctx context.Context, req *server.Request) (server.
 		}
 		st.NumPartitions = ct.Partitions
 		st.ReplicationFactor = int16(len(ct.Replicas[0]))
+		if !b.mayQuietly(req, opDescribeConfigs, rTopic, ct.Name) { // Kafka: the configs only with DESCRIBE_CONFIGS
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		for _, e := range b.topicConfigEntries(b.image(), ct.Configs, int(st.ReplicationFactor)) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			v := e.value

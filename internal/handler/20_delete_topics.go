@@ -27,7 +27,14 @@ func (b *Broker) deleteTopics(ctx context.Context, req *server.Request) (server.
 	for _, rt := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		err := b.deleteTopic(ctx, rt)
+		name := ""
+		if rt.Topic != nil {
+			name = *rt.Topic
+		}
+		var err error = kerr.TopicAuthorizationFailed
+		if !b.topicDenied(req, b.image(), opDelete, name, rt.TopicID, name == "") {
+			err = b.deleteTopic(ctx, rt)
+		}
 		if err != nil {
 			st.ErrorCode = code(err)
 			st.ErrorMessage = errMsg(err)

@@ -21,7 +21,7 @@ func (b *Broker) deleteRecords(_ context.Context, req *server.Request) (server.R
 	for _, rt := range r.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, rt.Topic, [16]byte{}, false)
+		t, terr := b.lookupTopicFor(req, im, opDelete, rt.Topic, [16]byte{}, false)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1

@@ -27,6 +27,14 @@ func (b *Broker) initProducerID(ctx context.Context, req *server.Request) (serve
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	switch {
+	case r.TransactionalID != nil && !b.authorized(req, opWrite, rTxnID, *r.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return now(resp), nil
+	case r.TransactionalID == nil && !b.idempotentWriteAllowed(req):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if r.TransactionalID != nil {
 		ir := txn.InitRequest{TransactionalID: *r.TransactionalID, TimeoutMs: r.TransactionTimeoutMillis,
 			ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}

@@ -9,8 +9,10 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/server"
 )
 
@@ -20,10 +22,21 @@ func (b *Broker) offsetForLeaderEpoch(_ context.Context, req *server.Request) (s
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	im := b.image()
+	follower := r.Version >= 3 && r.ReplicaID >= 0
+	clusterOK := follower && b.authorizedCluster(req, opClusterAction)
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, rt.Topic, [16]byte{}, false)
+		var t *metadata.Topic
+		var terr error
+		switch {
+		case clusterOK:
+			t, terr = lookupTopic(im, rt.Topic, [16]byte{}, false)
+		case follower:
+			terr = kerr.TopicAuthorizationFailed // a follower without CLUSTER_ACTION, as Kafka answers
+		default:
+			t, terr = b.lookupTopicFor(req, im, opDescribe, rt.Topic, [16]byte{}, false)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1

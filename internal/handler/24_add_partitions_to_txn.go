@@ -35,12 +35,19 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, req *server.Request) (s
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	im := b.image()
+	if r.Version >= 4 && !b.authorizedCluster(req, opClusterAction) { // the broker form
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if r.Version < 4 {
 		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(r.Topics))
 		for i, t := range r.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
 		}
-		codes := b.addTxnPartitions(ctx, im, r.Version, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, topics)
+		codes := b.txnAddDenied(req, r.TransactionalID, topics)
+		if codes == nil {
+			codes = b.addTxnPartitions(ctx, im, r.Version, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, topics)
+		}
 		for i, t := range r.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
@@ -142,6 +149,39 @@ func (b *Broker) addTxnPartitions(ctx context.Context, im *metadata.Image, versi
 				}
 			}
 		}
+	}
+	return codes
+}
+
+// txnAddDenied checks the client form of AddPartitionsToTxn: WRITE on the
+// transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and on each topic (the refused ones TOPIC_AUTHORIZATION_FAILED, the others
+// OPERATION_NOT_ATTEMPTED). nil: allowed.
+func (b *Broker) txnAddDenied(req *server.Request, id string, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) [][]int16 {
+	codes := make([][]int16, len(topics))
+	fill := func(i int, c int16) {
+		codes[i] = make([]int16, len(topics[i].Partitions))
+		for j := range codes[i] {
+			codes[i][j] = c
+		}
+	}
+	if !b.authorized(req, opWrite, rTxnID, id) {
+		for i := range topics {
+			fill(i, kerr.TransactionalIDAuthorizationFailed.Code)
+		}
+		return codes
+	}
+	denied := false
+	for i, t := range topics {
+		if !b.authorized(req, opWrite, rTopic, t.Topic) {
+			denied = true
+			fill(i, kerr.TopicAuthorizationFailed.Code)
+		} else {
+			fill(i, kerr.OperationNotAttempted.Code)
+		}
+	}
+	if !denied {
+		return nil
 	}
 	return codes
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -23,6 +24,14 @@ func init() { register(25, 0, 4, (*Broker).addOffsetsToTxn) }
 func (b *Broker) addOffsetsToTxn(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case !b.authorized(req, opWrite, rTxnID, r.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return now(resp), nil
+	case b.groupDenied(req, opRead, r.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	res := b.txnDoWaiting(ctx, r.TransactionalID, func(tp *txn.Partition, t time.Time) txn.Result {
 		return tp.AddOffsets(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group, t)
 	})

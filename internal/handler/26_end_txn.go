@@ -23,6 +23,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -34,6 +35,10 @@ func init() { register(26, 0, 5, (*Broker).endTxn) }
 func (b *Broker) endTxn(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.EndTxnRequest)
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+	if !b.authorized(req, opWrite, rTxnID, r.TransactionalID) {
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
+		return now(resp), nil
+	}
 	tv := txn.TV0
 	if r.Version >= 5 {
 		tv = txn.TV2

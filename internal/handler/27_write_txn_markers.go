@@ -48,6 +48,7 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 		commit  bool
 	}
 	var waits []wait
+	denied := !b.authorizedCluster(req, opClusterAction)
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
 	for i, m := range r.Markers {
 		rm := &resp.Markers[i]
@@ -68,6 +69,10 @@ func (b *Broker) writeTxnMarkers(_ context.Context, req *server.Request) (server
 				rp := &rt.Partitions[k]
 				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = idx
+				if denied {
+					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				if t == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 					continue

@@ -33,16 +33,52 @@ func init() { register(28, 0, 6, (*Broker).txnOffsetCommit) }
 
 func (b *Broker) txnOffsetCommit(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	switch {
+	case !b.authorized(req, opWrite, rTxnID, r.TransactionalID):
+		return now(txnOffsetCommitError(r, kerr.TransactionalIDAuthorizationFailed)), nil
+	case b.groupDenied(req, opRead, r.Group):
+		return now(txnOffsetCommitError(r, kerr.GroupAuthorizationFailed)), nil
+	}
+	r, denied := b.txnOffsetCommitDenied(req, r)
+	withDenied := func(resp kmsg.Response) kmsg.Response {
+		if tr, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok {
+			tr.Topics = append(tr.Topics, denied.Topics...)
+		}
+		return resp
+	}
+	if len(r.Topics) == 0 && len(denied.Topics) > 0 {
+		return now(denied), nil
+	}
 	add := r.Version >= 5 // v5+ is Transactions V2
 	if owns, loading := b.Groups.Owns(r.Group); owns && !loading && r.TransactionalID != "" && (add || b.verifyEnabled()) {
 		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: metadata.PartitionForKey(r.Group, b.offsetsPartitions())}
 		if err := b.txnEnsure(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, add)[tp]; err != nil {
 			b.log.Debug("transactional offset commit refused by its coordinator", "transactional_id", r.TransactionalID,
 				"group", r.Group, "err", err)
-			return now(txnOffsetCommitError(r, txnCheckCode(err, 28, r.Version))), nil
+			return now(withDenied(txnOffsetCommitError(r, txnCheckCode(err, 28, r.Version)))), nil
 		}
 	}
-	return later(req.Conn, func(respond func(*kmsg.TxnOffsetCommitResponse)) { b.Groups.TxnOffsetCommit(r, respond) }), nil
+	reply := later(req.Conn, func(respond func(*kmsg.TxnOffsetCommitResponse)) { b.Groups.TxnOffsetCommit(r, respond) })
+	return func() kmsg.Response { return withDenied(reply()) }, nil
+}
+
+// txnOffsetCommitDenied splits a TxnOffsetCommit's topics: those the
+// principal may READ go on (the request returned), the others are
+// answered TOPIC_AUTHORIZATION_FAILED (denied's topics), as Kafka does.
+func (b *Broker) txnOffsetCommitDenied(req *server.Request, r *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitRequest, *kmsg.TxnOffsetCommitResponse) {
+	im := b.image()
+	rest := *r
+	rest.Topics = nil
+	var refused kmsg.TxnOffsetCommitRequest
+	refused.Version = r.Version
+	for _, t := range r.Topics {
+		if b.topicDenied(req, im, opRead, t.Topic, t.TopicID, r.Version >= 6) {
+			refused.Topics = append(refused.Topics, t)
+		} else {
+			rest.Topics = append(rest.Topics, t)
+		}
+	}
+	return &rest, txnOffsetCommitError(&refused, kerr.TopicAuthorizationFailed)
 }
 
 // txnOffsetCommitError answers every partition of r with err.

@@ -41,6 +41,8 @@ func (b *Broker) annotateShareRecords(_ context.Context, req *server.Request) (s
 		return fail(kerr.UnknownServerError)
 	case r.GroupID == "" || r.MemberID == "":
 		return fail(kerr.InvalidRequest)
+	case b.groupDenied(req, opRead, r.GroupID): // as ShareAcknowledge
+		return fail(kerr.GroupAuthorizationFailed)
 	}
 	if err := b.shareMemberCheck(r.GroupID, r.MemberID); err != nil {
 		return fail(err)
@@ -51,6 +53,9 @@ func (b *Broker) annotateShareRecords(_ context.Context, req *server.Request) (s
 		for _, p := range t.Partitions {
 			rp := berthmsg.AnnotateShareRecordsResponsePartition{Partition: p.Partition}
 			err := func() error {
+				if b.topicDenied(req, im, opRead, "", t.TopicID, true) {
+					return kerr.TopicAuthorizationFailed
+				}
 				if _, _, err := b.sharePartition(im, t.TopicID, p.Partition); err != nil {
 					return err
 				}

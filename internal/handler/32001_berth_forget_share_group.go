@@ -30,6 +30,8 @@ func (b *Broker) forgetShareGroup(_ context.Context, req *server.Request) (serve
 	resp := r.ResponseKind().(*berthmsg.ForgetShareGroupResponse)
 	var err error
 	switch {
+	case !b.authorizedCluster(req, opClusterAction):
+		err = kerr.ClusterAuthorizationFailed
 	case r.GroupID == "":
 		err = fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
 	case b.Shares != nil:

@@ -27,6 +27,11 @@ func (b *Broker) describeConfigs(_ context.Context, req *server.Request) (server
 	for _, rr := range r.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if err := b.configDenied(req, opDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode = code(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		var entries []configEntry
 		var err error
 		switch rr.ResourceType {

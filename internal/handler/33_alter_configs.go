@@ -23,6 +23,11 @@ func (b *Broker) alterConfigs(ctx context.Context, req *server.Request) (server.
 	for _, rr := range r.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if err := b.configDenied(req, opAlterConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode = code(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		set := map[string]string{}
 		for _, c := range rr.Configs {
 			if c.Value != nil {

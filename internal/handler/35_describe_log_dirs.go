@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/replica"
@@ -19,6 +20,10 @@ func init() { register(35, 0, 5, (*Broker).describeLogDirs) }
 func (b *Broker) describeLogDirs(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !b.authorizedCluster(req, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v3+; older versions see no directories
+		return now(resp), nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	abs, err := filepath.Abs(b.Broker.Get("log.dirs"))
 	if err != nil {

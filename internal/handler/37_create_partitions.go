@@ -24,7 +24,13 @@ func (b *Broker) createPartitions(ctx context.Context, req *server.Request) (ser
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		if err := b.addPartitions(ctx, rt, r.ValidateOnly); err != nil {
+		err := error(nil)
+		if !b.authorized(req, opAlter, rTopic, rt.Topic) {
+			err = kerr.TopicAuthorizationFailed
+		} else {
+			err = b.addPartitions(ctx, rt, r.ValidateOnly)
+		}
+		if err != nil {
 			st.ErrorCode = code(err)
 			st.ErrorMessage = errMsg(err)
 		}

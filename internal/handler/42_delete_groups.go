@@ -14,6 +14,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -23,11 +24,26 @@ func init() { register(42, 0, 3, (*Broker).deleteGroups) }
 
 func (b *Broker) deleteGroups(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
-	reply := later(req.Conn, func(respond func(*kmsg.DeleteGroupsResponse)) { b.Groups.DeleteGroups(r, respond) })
+	allowed, denied := b.splitGroups(req, opDelete, r.Groups)
+	var deniedResp []kmsg.DeleteGroupsResponseGroup
+	for _, g := range denied {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		deniedResp = append(deniedResp, dg)
+	}
+	if len(allowed) == 0 {
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		resp.Groups = deniedResp
+		return now(resp), nil
+	}
+	rest := *r
+	rest.Groups = allowed
+	reply := later(req.Conn, func(respond func(*kmsg.DeleteGroupsResponse)) { b.Groups.DeleteGroups(&rest, respond) })
 	return func() kmsg.Response {
 		resp := reply()
 		if dr, ok := resp.(*kmsg.DeleteGroupsResponse); ok {
 			b.dropGroupConfigs(dr) // configs.go; on the write loop, where waiting belongs
+			dr.Groups = append(dr.Groups, deniedResp...)
 		}
 		return resp
 	}, nil

@@ -57,6 +57,9 @@ func (b *Broker) electLeaders(ctx context.Context, req *server.Request) (server.
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	targets := electTargets(r.Topics)
 	typ := cluster.ElectionType(r.ElectionType) // v0: 0, preferred
+	if !b.authorizedCluster(req, opAlter) {
+		return now(electFailed(r, targets, kerr.ClusterAuthorizationFailed)), nil
+	}
 	if typ != cluster.Preferred && typ != cluster.Unclean {
 		err := fmt.Errorf("%w: unknown election type %d (0 preferred, 1 unclean)", kerr.InvalidRequest, r.ElectionType)
 		return now(electFailed(r, targets, err)), nil

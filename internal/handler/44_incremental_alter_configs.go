@@ -26,7 +26,10 @@ func (b *Broker) incrementalAlterConfigs(ctx context.Context, req *server.Reques
 	for _, rr := range r.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		err := b.incrementalAlter(ctx, rr, r.ValidateOnly)
+		err := b.configDenied(req, opAlterConfigs, rr.ResourceType, rr.ResourceName)
+		if err == nil {
+			err = b.incrementalAlter(ctx, rr, r.ValidateOnly)
+		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = code(err), errMsg(err)
 		}

@@ -42,6 +42,9 @@ func (b *Broker) alterPartitionReassignments(ctx context.Context, req *server.Re
 		resp.ErrorMessage = msg
 		return now(resp)
 	}
+	if !b.authorizedCluster(req, opAlter) {
+		return fail(kerr.ClusterAuthorizationFailed), nil
+	}
 	if b.Reassigner == nil || !b.Controller.IsLeader() {
 		return fail(fmt.Errorf("%w: reassignments run on the active controller", kerr.NotController)), nil
 	}

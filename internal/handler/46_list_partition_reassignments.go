@@ -8,6 +8,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/metadata"
@@ -19,6 +20,10 @@ func init() { register(46, 0, 0, (*Broker).listPartitionReassignments) }
 func (b *Broker) listPartitionReassignments(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !b.authorizedCluster(req, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	im := b.image()
 	add := func(t *metadata.Topic, parts []int32) {
 		st := kmsg.NewListPartitionReassignmentsResponseTopic()

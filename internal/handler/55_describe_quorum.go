@@ -43,6 +43,10 @@ func init() { register(55, 0, 2, (*Broker).describeQuorum) }
 func (b *Broker) describeQuorum(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if !b.authorizedCluster(req, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if !isMetadataPartition(r.Topics) {
 		for _, rt := range r.Topics {
 			t := kmsg.NewDescribeQuorumResponseTopic()

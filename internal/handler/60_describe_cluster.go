@@ -26,7 +26,7 @@ func (b *Broker) describeCluster(_ context.Context, req *server.Request) (server
 	im := b.image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = b.controllerID()
-	resp.ClusterAuthorizedOperations = authzNotComputed
+	resp.ClusterAuthorizedOperations = b.opsIf(r.IncludeClusterAuthorizedOperations, req, rCluster, clusterName)
 	for _, id := range im.BrokerIDs() {
 		br := im.Brokers[id]
 		if br.Fenced && !r.IncludeFencedBrokers {

@@ -34,7 +34,7 @@ func (b *Broker) describeProducers(_ context.Context, req *server.Request) (serv
 		st := &resp.Topics[i]
 		*st = kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, rt.Topic, [16]byte{}, false)
+		t, terr := b.lookupTopicFor(req, im, opRead, rt.Topic, [16]byte{}, false)
 		st.Partitions = make([]kmsg.DescribeProducersResponseTopicPartition, len(rt.Partitions))
 		for j, idx := range rt.Partitions {
 			sp := &st.Partitions[j]

@@ -9,6 +9,7 @@ package handler
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/server"
@@ -23,6 +24,11 @@ func (b *Broker) describeTransactions(_ context.Context, req *server.Request) (s
 	for _, id := range r.TransactionalIDs {
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
 		s.TransactionalID, s.ProducerID, s.ProducerEpoch, s.StartTimestamp = id, -1, -1, -1
+		if !b.authorized(req, opDescribe, rTxnID, id) {
+			s.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, s)
+			continue
+		}
 		var d txn.Description
 		p, err := b.txnPartition(id)
 		if err == nil {

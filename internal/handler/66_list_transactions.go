@@ -56,6 +56,9 @@ func (b *Broker) listTransactions(_ context.Context, req *server.Request) (serve
 	for _, p := range b.Txns.Loaded() {
 		err := b.Txns.View(p, func(tp *txn.Partition) {
 			for _, l := range tp.List(f, t) {
+				if !b.mayQuietly(req, opDescribe, rTxnID, l.TransactionalID) {
+					continue // as Kafka: only the ids the principal may describe
+				}
 				s := kmsg.NewListTransactionsResponseTransactionState()
 				s.TransactionalID, s.ProducerID, s.TransactionState = l.TransactionalID, l.ProducerID, l.State
 				resp.TransactionStates = append(resp.TransactionStates, s)

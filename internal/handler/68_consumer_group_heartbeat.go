@@ -27,6 +27,11 @@ func init() { register(68, 0, 1, (*Broker).consumerGroupHeartbeat) }
 
 func (b *Broker) consumerGroupHeartbeat(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if c, msg := b.heartbeatDenied(req, r.Group, r.SubscribedTopicNames); c != 0 {
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode, resp.ErrorMessage = c, msg
+		return now(resp), nil
+	}
 	return later(req.Conn, func(respond func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 		b.Groups.ConsumerGroupHeartbeat(r, req.ClientID, clientHost(req), respond)
 	}), nil

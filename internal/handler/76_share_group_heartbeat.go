@@ -25,6 +25,11 @@ func init() { register(76, 0, 1, (*Broker).shareGroupHeartbeat) }
 
 func (b *Broker) shareGroupHeartbeat(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ShareGroupHeartbeatRequest)
+	if c, msg := b.heartbeatDenied(req, r.GroupID, r.SubscribedTopicNames); c != 0 {
+		resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode, resp.ErrorMessage = c, msg
+		return now(resp), nil
+	}
 	return later(req.Conn, func(respond func(*kmsg.ShareGroupHeartbeatResponse)) {
 		b.Groups.ShareGroupHeartbeat(r, req.ClientID, clientHost(req), respond)
 	}), nil

@@ -56,6 +56,11 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return now(resp), nil
 	}
+	if b.groupDenied(req, opRead, deref(r.GroupID)) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
+	r = b.shareFetchDenied(req, r, resp)
 	fail := func(err error) (server.Reply, error) {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil

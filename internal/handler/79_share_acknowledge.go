@@ -38,6 +38,11 @@ func (b *Broker) shareAcknowledge(_ context.Context, req *server.Request) (serve
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return now(resp), nil
 	}
+	if b.groupDenied(req, opRead, deref(r.GroupID)) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
+	r = b.shareAckDenied(req, r, resp)
 	fail := func(err error) (server.Reply, error) {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil

@@ -51,7 +51,10 @@ func (b *Broker) addRaftVoter(ctx context.Context, req *server.Request) (server.
 	if timeout <= 0 {
 		timeout = defaultAddVoterTimeout
 	}
-	err := b.addVoter(ctx, r, timeout)
+	var err error = kerr.ClusterAuthorizationFailed
+	if b.authorizedCluster(req, opAlter) {
+		err = b.addVoter(ctx, r, timeout)
+	}
 	resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 	b.logQuorumChange(req, "add voter", r.VoterID, err)
 	return now(resp), nil

@@ -41,7 +41,10 @@ const removeVoterTimeout = 30 * time.Second
 func (b *Broker) removeRaftVoter(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.RemoveRaftVoterRequest)
 	resp := r.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	err := b.removeVoter(ctx, r)
+	var err error = kerr.ClusterAuthorizationFailed
+	if b.authorizedCluster(req, opAlter) {
+		err = b.removeVoter(ctx, r)
+	}
 	resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 	b.logQuorumChange(req, "remove voter", r.VoterID, err)
 	return now(resp), nil

@@ -23,6 +23,7 @@ func init() { register(83, 0, 0, (*Broker).initializeShareGroupState) }
 func (b *Broker) initializeShareGroupState(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.InitializeShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
+	denied := !b.authorizedCluster(req, opClusterAction)
 	for _, t := range r.Topics {
 		rt := kmsg.NewInitializeShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -31,6 +32,8 @@ func (b *Broker) initializeShareGroupState(_ context.Context, req *server.Reques
 			rp.Partition = p.Partition
 			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
 			switch {
+			case denied:
+				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			case b.ShareStates == nil:
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			case p.StartOffset < 0:

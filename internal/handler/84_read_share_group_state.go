@@ -24,6 +24,7 @@ func init() { register(84, 0, 0, (*Broker).readShareGroupState) }
 func (b *Broker) readShareGroupState(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.ReadShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
+	denied := !b.authorizedCluster(req, opClusterAction)
 	for _, t := range r.Topics {
 		rt := kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -31,7 +32,9 @@ func (b *Broker) readShareGroupState(_ context.Context, req *server.Request) (se
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
-			if b.ShareStates == nil {
+			if denied {
+				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			} else if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if s, ok, err := b.ShareStates.Read(k, p.LeaderEpoch); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = code(err), errMsg(err)

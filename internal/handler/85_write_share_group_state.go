@@ -25,6 +25,7 @@ func init() { register(85, 0, 1, (*Broker).writeShareGroupState) }
 func (b *Broker) writeShareGroupState(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.WriteShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
+	denied := !b.authorizedCluster(req, opClusterAction)
 	for _, t := range r.Topics {
 		rt := kmsg.NewWriteShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -32,7 +33,9 @@ func (b *Broker) writeShareGroupState(_ context.Context, req *server.Request) (s
 			rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
-			if b.ShareStates == nil {
+			if denied {
+				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			} else if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if err := b.ShareStates.Write(k, sharestate.WriteRequestUpdate(p)); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = code(err), errMsg(err)

@@ -23,6 +23,7 @@ func init() { register(86, 0, 0, (*Broker).deleteShareGroupState) }
 func (b *Broker) deleteShareGroupState(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+	denied := !b.authorizedCluster(req, opClusterAction)
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -30,7 +31,9 @@ func (b *Broker) deleteShareGroupState(_ context.Context, req *server.Request) (
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := share.Key{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition}
-			if b.ShareStates == nil {
+			if denied {
+				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			} else if b.ShareStates == nil {
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			} else if err := b.ShareStates.Delete(k); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = code(err), errMsg(err)

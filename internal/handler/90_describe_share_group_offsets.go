@@ -79,8 +79,45 @@ func init() { register(90, 0, 1, (*Broker).describeShareGroupOffsets) }
 func (b *Broker) describeShareGroupOffsets(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+	im := b.image()
 	for _, rg := range r.Groups {
-		resp.Groups = append(resp.Groups, b.describeShareOffsets(ctx, rg))
+		if b.groupDenied(req, opDescribe, rg.GroupID) {
+			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			g.GroupID, g.ErrorCode = rg.GroupID, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		var denied []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
+		if rg.Topics != nil {
+			allowed := []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{}
+			for _, t := range rg.Topics {
+				if !b.topicDenied(req, im, opDescribe, t.Topic, [16]byte{}, false) {
+					allowed = append(allowed, t)
+					continue
+				}
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					sp.Partition, sp.StartOffset, sp.ErrorCode = p, -1, kerr.TopicAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, sp)
+				}
+				denied = append(denied, rt)
+			}
+			rg.Topics = allowed
+		}
+		g := b.describeShareOffsets(ctx, rg)
+		if rg.Topics == nil { // every topic: only those the principal may describe
+			kept := g.Topics[:0]
+			for _, t := range g.Topics {
+				if b.mayQuietly(req, opDescribe, rTopic, t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			g.Topics = kept
+		}
+		g.Topics = append(g.Topics, denied...)
+		resp.Groups = append(resp.Groups, g)
 	}
 	return now(resp), nil
 }

@@ -31,6 +31,10 @@ func init() { register(91, 0, 0, (*Broker).alterShareGroupOffsets) }
 func (b *Broker) alterShareGroupOffsets(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if b.groupDenied(req, opRead, r.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if err := b.alterableShareGroup(ctx, r.GroupID); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil
@@ -48,6 +52,8 @@ func (b *Broker) alterShareGroupOffsets(ctx context.Context, req *server.Request
 			rp.Partition = p.Partition
 			var err error
 			switch {
+			case b.topicDenied(req, im, opRead, t.Topic, [16]byte{}, false):
+				err = kerr.TopicAuthorizationFailed
 			case mt == nil || mt.Partition(p.Partition) == nil:
 				err = fmt.Errorf("%w: %s/%d", kerr.UnknownTopicOrPartition, t.Topic, p.Partition)
 			case p.StartOffset < 0:

@@ -25,6 +25,10 @@ func init() { register(92, 0, 0, (*Broker).deleteShareGroupOffsets) }
 func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if b.groupDenied(req, opDelete, r.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp), nil
+	}
 	if err := b.emptyShareGroup(r.GroupID); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = code(err), errMsg(err)
 		return now(resp), nil
@@ -35,7 +39,9 @@ func (b *Broker) deleteShareGroupOffsets(ctx context.Context, req *server.Reques
 		rt.Topic = t.Topic
 		mt := im.Topic(t.Topic)
 		var err error
-		if mt == nil {
+		if b.topicDenied(req, im, opRead, t.Topic, [16]byte{}, false) {
+			err = kerr.TopicAuthorizationFailed
+		} else if mt == nil {
 			err = fmt.Errorf("%w: %s", kerr.UnknownTopicOrPartition, t.Topic)
 		} else {
 			rt.TopicID = mt.ID

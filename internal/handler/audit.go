@@ -67,6 +67,11 @@ func (b *Broker) auditReply(req *server.Request, r server.Reply) server.Reply {
 		resp := r()
 		if resp != nil && req.Body != nil {
 			f(b, req, resp, func(e auth.Event) {
+				if !e.Allowed && e.Error != "" && e.Kind == "" {
+					// A refusal by the authorizer, which audited it
+					// already (authorize.go): one event, not two.
+					return
+				}
 				e.Kind = cmp.Or(e.Kind, "management")
 				b.auditRequest(req, e)
 			})

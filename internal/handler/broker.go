@@ -194,6 +194,8 @@ type Broker struct {
 
 	intercept      atomic.Pointer[Intercept]     // SetIntercept's hook; nil: none
 	testPrincipals atomic.Pointer[PrincipalHook] // SetTestPrincipals' hook; nil: none
+
+	denials [kmsg.ACLResourceTypeUser + 1]atomic.Int64 // by resource type (authorize.go)
 }
 
 // Intercept is a fault hook for tests (SetIntercept): it runs before a

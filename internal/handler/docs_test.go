@@ -264,7 +264,8 @@ func snake(s string) string {
 const readme = "../../README.md"
 
 // readmeNames are the names README.md uses where kmsg's differ.
-var readmeNames = map[string]string{"AlterPartitionAssignments": "AlterPartitionReassignments"}
+var readmeNames = map[string]string{"AlterPartitionAssignments": "AlterPartitionReassignments",
+	"DescribeACLs": "DescribeAcls", "CreateACLs": "CreateAcls", "DeleteACLs": "DeleteAcls"}
 
 // README.md's status table counts and names the served APIs in its row
 // "| Kafka protocol | N APIs: Produce, Fetch, ... |".

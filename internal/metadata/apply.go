@@ -152,6 +152,10 @@ func (b *builder) apply(r *Record, res *Result) error {
 		}
 		b.im.ClusterID = id
 		return nil
+	case r.CreateACLs != nil:
+		return b.applyACLs(r.CreateACLs.ACLs, nil)
+	case r.DeleteACLs != nil:
+		return b.applyACLs(nil, r.DeleteACLs.ACLs)
 	default:
 		return b.partitionChange(r.PartitionChange)
 	}

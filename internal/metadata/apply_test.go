@@ -110,6 +110,9 @@ func dumpImage(im *Image) string {
 	for _, q := range encodeClientQuotas(im) {
 		fmt.Fprintf(&b, "client-quotas %s %v\n", mustEntity(q.Entity), q.Values)
 	}
+	for _, a := range im.ACLs.All() {
+		fmt.Fprintf(&b, "acl %s\n", a)
+	}
 	for _, name := range im.TopicNames() {
 		tp := im.Topics[name]
 		if im.TopicIDs[tp.ID] != name {

@@ -31,6 +31,8 @@ type Image struct {
 	// changes (see quorum.go); a one-voter cluster that never had an
 	// address configured has none.
 	Controllers map[int32]string
+	// ACLs are the ACL bindings (acl.go); nil: none.
+	ACLs *ACLs
 }
 
 // Broker is a registered broker.

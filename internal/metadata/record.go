@@ -21,6 +21,8 @@ type Record struct {
 	SetClusterID     *SetClusterID     `json:"setClusterId,omitempty"`
 	PartitionChange  *PartitionChange  `json:"partitionChange,omitempty"`
 	SetClientQuotas  *SetClientQuotas  `json:"setClientQuotas,omitempty"`
+	CreateACLs       *CreateACLs       `json:"createAcls,omitempty"`
+	DeleteACLs       *DeleteACLs       `json:"deleteAcls,omitempty"`
 }
 
 // RegisterBroker adds a broker or replaces its registration (host, port,
@@ -168,6 +170,8 @@ func (r *Record) kind() (string, error) {
 	set(r.SetClusterID != nil, "setClusterId")
 	set(r.PartitionChange != nil, "partitionChange")
 	set(r.SetClientQuotas != nil, "setClientQuotas")
+	set(r.CreateACLs != nil, "createAcls")
+	set(r.DeleteACLs != nil, "deleteAcls")
 	if n != 1 {
 		return "", fmt.Errorf("%w: %d union members set, want 1", ErrInvalidRecord, n)
 	}

@@ -79,6 +79,8 @@ type imageJSON struct {
 	Topics         []topicJSON       `json:"topics"`
 	Controllers    []controllerJSON  `json:"controllers,omitempty"`
 	ClientQuotas   []clientQuotaJSON `json:"clientQuotas,omitempty"`
+
+	ACLs []ACL `json:"acls,omitempty"`
 }
 
 type groupConfigJSON struct {
@@ -151,6 +153,8 @@ func EncodeImage(im *Image) []byte {
 	if len(im.ClientQuotas) > 0 {
 		j.ClientQuotas = encodeClientQuotas(im)
 	}
+
+	j.ACLs = im.ACLs.All()
 	b, err := json.Marshal(j)
 	if err != nil {
 		panic("metadata: encoding image: " + err.Error()) // only plain types: cannot fail
@@ -192,6 +196,13 @@ func DecodeImage(b []byte) (*Image, error) {
 			return bad("controller %d twice or negative", c.ID)
 		}
 		im.Controllers[c.ID] = c.Addr
+	}
+	if len(j.ACLs) > 0 {
+		acls, err := changeACLs(nil, j.ACLs, nil)
+		if err != nil || acls.Len() != len(j.ACLs) {
+			return bad("acls: invalid or duplicate binding (%v)", err)
+		}
+		im.ACLs = acls
 	}
 	for _, tj := range j.Topics {
 		if im.Topics[tj.Name] != nil {
