@@ -459,8 +459,13 @@ func (n *Node) quorum(cfg *config.Config, mc *metadata.Config) error {
 	if _, ctl, ok, _ := cfg.Listeners(); ok {
 		bind = net.JoinHostPort(ctl.Host, strconv.Itoa(ctl.Port))
 	}
+	serverTLS, clientTLS, err := n.controllerTLS(cfg)
+	if err != nil {
+		return err
+	}
 	tr, err := metadata.NewTCPTransport(metadata.TCPConfig{
 		NodeID: mc.NodeID, Addr: bind, ClusterID: cfg.Get("cluster.id"), Logger: mc.Logger.With("component", "metadata"),
+		ServerTLS: serverTLS, ClientTLS: clientTLS,
 	})
 	if err != nil {
 		return fmt.Errorf("%w; change the CONTROLLER entry of listeners, or this node's entry in controller.quorum.voters", err)

@@ -263,3 +263,48 @@ func (n *Node) peerDialer() peer.Dialer {
 		return d.DialContext(ctx, "tcp", addr)
 	}
 }
+
+// controllerTLS is the Raft transport's TLS when the controller listener
+// is mapped to SSL: mutual TLS, with this node's certificate both ways
+// and the truststore checking the peer's (a node without a trusted
+// certificate is refused). nil configs: plain TCP.
+func (n *Node) controllerTLS(cfg *config.Config) (*tls.Config, func(addr string) *tls.Config, error) {
+	_, ctl, ok, err := cfg.Listeners()
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	proto, defaulted, err := cfg.ProtocolOf(ctl.Name)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case defaulted:
+		n.log.Warn("the controller listener is not in listener.security.protocol.map; it is PLAINTEXT: anyone who reaches it can talk Raft to this node. Map it to SSL (e.g. "+ctl.Name+":SSL) to require certificates",
+			"listener", ctl.Name)
+	}
+	switch proto {
+	case "PLAINTEXT":
+		return nil, nil, nil
+	case "SSL":
+	default:
+		return nil, nil, fmt.Errorf("the controller listener %s is mapped to %s; the controller listener supports PLAINTEXT or SSL (mutual TLS)", ctl.Name, proto)
+	}
+	s, err := tlsSettings(cfg, ctl.Name, n.log.With("listener", ctl.Name))
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.TruststoreLocation == "" && s.TrustCerts == "" {
+		return nil, nil, fmt.Errorf("the controller listener %s is SSL: it needs a truststore to check the other nodes' certificates (ssl.truststore.location or listener.name.%s.ssl.truststore.location)", ctl.Name, strings.ToLower(ctl.Name))
+	}
+	s.ClientAuth = "required"
+	st, err := server.NewTLSStore(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller listener %s: %w", ctl.Name, err)
+	}
+	verifyName := cfg.ListenerGet(ctl.Name, "", "ssl.endpoint.identification.algorithm") == "https"
+	client := func(addr string) *tls.Config {
+		host, _, _ := net.SplitHostPort(addr)
+		return st.ClientConfig(host, verifyName)
+	}
+	n.log.Info("the controller listener uses mutual TLS", "listener", ctl.Name)
+	return st.ServerConfig(), client, nil
+}

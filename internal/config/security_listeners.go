@@ -201,6 +201,17 @@ func (c *Config) validateListeners() error {
 	if _, err := c.InterBrokerListener(); err != nil {
 		return err
 	}
+	if _, ctl, ok, _ := c.Listeners(); ok {
+		p, _, err := c.ProtocolOf(ctl.Name)
+		if err != nil {
+			return err
+		}
+		if IsTLS(p) {
+			if err := c.validateTLS(ctl.Name); err != nil {
+				return err
+			}
+		}
+	}
 	for _, l := range ls {
 		if _, _, err := c.Advertised(l); err != nil {
 			return err
