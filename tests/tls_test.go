@@ -236,3 +236,33 @@ func runErr(name string, args ...string) error {
 	defer cancel()
 	return exec.CommandContext(ctx, name, args...).Run()
 }
+
+// Named listeners: a client listener and an INTERNAL one that other
+// brokers use, each answered with its own (advertised) endpoint.
+func TestNamedListeners(t *testing.T) {
+	n := testcluster.Start(t,
+		testcluster.With("listeners", "CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0"),
+		testcluster.With("listener.security.protocol.map", "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT"),
+		testcluster.With("inter.broker.listener.name", "INTERNAL"),
+		testcluster.With("advertised.listeners", "CLIENT://localhost:0"),
+	)
+	client, internal := n.ListenerAddr("CLIENT"), n.ListenerAddr("INTERNAL")
+	_, clientPort, _ := net.SplitHostPort(client)
+	_, internalPort, _ := net.SplitHostPort(internal)
+	for _, tc := range []struct{ addr, host, port string }{
+		{client, "localhost", clientPort}, {internal, "127.0.0.1", internalPort},
+	} {
+		md, err := kadm.NewClient(testcluster.Client(t, tc.addr)).BrokerMetadata(ctxT(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.Brokers) != 1 || md.Brokers[0].Host != tc.host || strconv.Itoa(int(md.Brokers[0].Port)) != tc.port {
+			t.Fatalf("Metadata through %s: %+v, want %s:%s", tc.addr, md.Brokers, tc.host, tc.port)
+		}
+	}
+	cl := testcluster.Client(t, client, kgo.DefaultProduceTopic("named"), kgo.AllowAutoTopicCreation())
+	produceSync(t, cl, &kgo.Record{Value: []byte("x")})
+	if recs := consumeN(t, client, "named", 1); string(recs[0].Value) != "x" {
+		t.Fatalf("consumed %q", recs[0].Value)
+	}
+}
