@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -264,5 +265,52 @@ func TestNamedListeners(t *testing.T) {
 	produceSync(t, cl, &kgo.Record{Value: []byte("x")})
 	if recs := consumeN(t, client, "named", 1); string(recs[0].Value) != "x" {
 		t.Fatalf("consumed %q", recs[0].Value)
+	}
+}
+
+// The HTTP listener over HTTPS with http.auth=mtls: /metrics stays open
+// while http.metrics.open is true, other paths need a trusted client
+// certificate; with http.metrics.open=false /metrics needs one too.
+func TestHTTPSMutual(t *testing.T) {
+	ca := testcluster.NewCA(t, "berth-test-ca")
+	srv := ca.Issue(t, pkix.Name{CommonName: "broker-0"}, 10)
+	op := ca.Issue(t, pkix.Name{CommonName: "operator"}, 11)
+	pair, err := tls.X509KeyPair(op.CertPEM, op.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(addr, path string, certs []tls.Certificate) int {
+		t.Helper()
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: certs}}}
+		resp, err := hc.Get("https://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, open := range []bool{true, false} {
+		n := testcluster.Start(t,
+			testcluster.With("http.ssl.keystore.location", srv.Keystore),
+			testcluster.With("http.ssl.truststore.location", ca.File),
+			testcluster.With("http.auth", "mtls"),
+			testcluster.With("http.metrics.open", strconv.FormatBool(open)),
+		)
+		addr := n.HTTPAddr()
+		wantMetrics := http.StatusOK
+		if !open {
+			wantMetrics = http.StatusUnauthorized
+		}
+		if got := get(addr, "/metrics", nil); got != wantMetrics {
+			t.Errorf("http.metrics.open=%v: /metrics without a certificate: %d, want %d", open, got, wantMetrics)
+		}
+		if got := get(addr, "/debug/pprof/", nil); got != http.StatusUnauthorized {
+			t.Errorf("/debug/pprof/ without a certificate: %d", got)
+		}
+		for _, p := range []string{"/metrics", "/debug/pprof/"} {
+			if got := get(addr, p, []tls.Certificate{pair}); got != http.StatusOK {
+				t.Errorf("%s with a trusted certificate: %d", p, got)
+			}
+		}
 	}
 }

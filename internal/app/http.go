@@ -17,10 +17,11 @@ import (
 
 // startHTTP serves /metrics (Prometheus) and /healthz.
 func (n *Node) startHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("http.listener %s: %w (set http.listener= to another address, or empty to disable)", addr, err)
 	}
+	ln := raw
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.registerMetrics(reg)
@@ -45,8 +46,13 @@ func (n *Node) startHTTP(addr string) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, h, err := n.httpSecurity(ln, mux)
+	if err != nil {
+		raw.Close()
+		return err
+	}
 	n.httpLn = ln
-	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := n.http.Serve(ln); err != nil && err != http.ErrServerClosed {
 			n.log.Error("http listener stopped", "err", err)

@@ -201,6 +201,9 @@ func (c *Config) validateListeners() error {
 	if _, err := c.InterBrokerListener(); err != nil {
 		return err
 	}
+	if err := c.validateHTTP(); err != nil {
+		return err
+	}
 	if _, ctl, ok, _ := c.Listeners(); ok {
 		p, _, err := c.ProtocolOf(ctl.Name)
 		if err != nil {
