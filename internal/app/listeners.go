@@ -76,9 +76,18 @@ func (n *Node) bindListeners(cfg *config.Config) (err error) {
 		return err
 	}
 	n.interBroker = n.listenerNamed(ib.Name)
-	if n.interBroker.tls != nil {
-		n.log.Info("brokers connect to each other over TLS", "listener", ib.Name,
-			"principal", "the mapped subject of this node's certificate (add it to super.users)")
+	if ib := n.interBroker; ib.tls != nil {
+		principal := "(no certificate)"
+		if leaf := ib.tls.Leaf(); leaf != nil {
+			principal = "User:" + auth.SubjectDN(leaf)
+			if m, err := auth.ParsePrincipalMappingRules(cfg.ListenerGet(ib.conf.Name, "", "ssl.principal.mapping.rules")); err == nil {
+				if p, err := m.Principal(leaf); err == nil {
+					principal = p.String()
+				}
+			}
+		}
+		n.log.Info("brokers connect to each other over TLS with this node's certificate; its principal belongs in super.users",
+			"listener", ib.conf.Name, "principal", principal)
 	}
 	return nil
 }

@@ -200,6 +200,15 @@ func serialOf(c *tls.Certificate) string {
 	return c.Leaf.SerialNumber.String()
 }
 
+// Leaf is the current certificate (nil when the store has none).
+func (st *TLSStore) Leaf() *x509.Certificate {
+	cert, _ := st.current()
+	if cert == nil {
+		return nil
+	}
+	return cert.Leaf
+}
+
 func (st *TLSStore) current() (*tls.Certificate, *x509.CertPool) {
 	st.refresh()
 	st.mu.Lock()
