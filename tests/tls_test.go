@@ -314,3 +314,33 @@ func TestHTTPSMutual(t *testing.T) {
 		}
 	}
 }
+
+// The berth commands reach an SSL listener with mutual TLS through
+// Kafka's --command-config file.
+func TestCLICommandConfigTLS(t *testing.T) {
+	ca := testcluster.NewCA(t, "berth-test-ca")
+	srv := ca.Issue(t, pkix.Name{CommonName: "broker-0"}, 10)
+	op := ca.Issue(t, pkix.Name{CommonName: "operator"}, 12)
+	n := tlsNode(t, ca, srv.Keystore, "required")
+	addr := n.ListenerAddr("SSL")
+	props := t.TempDir() + "/client.properties"
+	write := func(s string) {
+		if err := os.WriteFile(props, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + ca.File +
+		"\nssl.keystore.type=PEM\nssl.keystore.location=" + op.Keystore + "\n")
+	if out, stderr, err := berthCLI(ctxT(t, time.Minute), "", "topic", "create", "cli-tls", "-b", addr, "--command-config", props); err != nil {
+		t.Fatalf("berth topic create over mTLS: %v\n%s%s", err, out, stderr)
+	}
+	out, _, err := berthCLI(ctxT(t, time.Minute), "", "topic", "list", "-b", addr, "--command-config", props)
+	if err != nil || !strings.Contains(out, "cli-tls") {
+		t.Fatalf("berth topic list over mTLS: %v\n%s", err, out)
+	}
+	// Without the client certificate the broker refuses the handshake.
+	write("security.protocol=SSL\nssl.ca.location=" + ca.File + "\n")
+	if _, _, err := berthCLI(ctxT(t, time.Minute), "", "topic", "list", "-b", addr, "--command-config", props, "--timeout", "3s"); err == nil {
+		t.Fatal("berth topic list without a client certificate succeeded against ssl.client.auth=required")
+	}
+}
