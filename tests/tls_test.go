@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -311,6 +312,18 @@ func TestHTTPSMutual(t *testing.T) {
 			if got := get(addr, p, []tls.Certificate{pair}); got != http.StatusOK {
 				t.Errorf("%s with a trusted certificate: %d", p, got)
 			}
+		}
+		// The HTTP certificate's expiry is a metric.
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{pair}}}}
+		resp, err := hc.Get("https://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := fmt.Sprintf(`berth_tls_certificate_expiry_timestamp_seconds{listener="http"} %g`, float64(srv.NotAfter.Unix()))
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no line %q", want)
 		}
 	}
 }

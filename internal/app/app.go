@@ -75,6 +75,8 @@ type Node struct {
 	// the one other brokers use.
 	listeners   []*kafkaListener
 	interBroker *kafkaListener
+	httpTLS     *server.TLSStore // nil: plain HTTP
+	ctlTLS      *namedStore      // nil: plain TCP Raft
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.

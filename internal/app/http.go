@@ -62,6 +62,7 @@ func (n *Node) startHTTP(addr string) error {
 }
 
 func (n *Node) registerMetrics(reg prometheus.Registerer) {
+	reg.MustRegister(newCertExpiry(n))
 	rm := &n.replicas.Metrics
 	counter := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))

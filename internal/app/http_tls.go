@@ -33,6 +33,7 @@ func (n *Node) httpSecurity(ln net.Listener, h http.Handler) (net.Listener, http
 	if err != nil {
 		return nil, nil, fmt.Errorf("http.ssl: %w", err)
 	}
+	n.httpTLS = st
 	if mtls {
 		open := n.cfg.Bool("http.metrics.open")
 		inner := h

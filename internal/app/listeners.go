@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
@@ -20,6 +22,12 @@ import (
 	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/server"
 )
+
+// namedStore is a TLS store and the listener it serves.
+type namedStore struct {
+	name  string
+	store *server.TLSStore
+}
 
 // kafkaListener is one Kafka listener of listeners=: its socket, the
 // address advertised for it, its TLS material (SSL and SASL_SSL) and,
@@ -315,5 +323,42 @@ func (n *Node) controllerTLS(cfg *config.Config) (*tls.Config, func(addr string)
 		return st.ClientConfig(host, verifyName)
 	}
 	n.log.Info("the controller listener uses mutual TLS", "listener", ctl.Name)
+	n.ctlTLS = &namedStore{name: ctl.Name, store: st}
 	return st.ServerConfig(), client, nil
+}
+
+// certExpiry reports, per TLS listener, when the certificate it serves now
+// expires (berth_tls_certificate_expiry_timestamp_seconds{listener}), so an
+// alert can fire before a rotation is missed.
+type certExpiry struct {
+	n    *Node
+	desc *prometheus.Desc
+}
+
+func newCertExpiry(n *Node) *certExpiry {
+	return &certExpiry{n: n, desc: prometheus.NewDesc("berth_tls_certificate_expiry_timestamp_seconds",
+		"When the certificate a TLS listener serves now expires (Unix seconds); reloads are seen at the next handshake.",
+		[]string{"listener"}, nil)}
+}
+
+func (c *certExpiry) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *certExpiry) Collect(ch chan<- prometheus.Metric) {
+	stores := map[string]*server.TLSStore{}
+	for _, l := range c.n.listeners {
+		if l.tls != nil {
+			stores[l.conf.Name] = l.tls
+		}
+	}
+	if c.n.httpTLS != nil {
+		stores["http"] = c.n.httpTLS
+	}
+	if c.n.ctlTLS != nil {
+		stores[c.n.ctlTLS.name] = c.n.ctlTLS.store
+	}
+	for name, st := range stores {
+		if leaf := st.Leaf(); leaf != nil {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(leaf.NotAfter.Unix()), name)
+		}
+	}
 }

@@ -70,6 +70,7 @@ type Issued struct {
 	// PEM ssl.keystore.location); CertFile and KeyFile hold them apart
 	// (librdkafka's ssl.certificate.location and ssl.key.location).
 	Keystore, CertFile, KeyFile string
+	NotAfter                    time.Time
 }
 
 // Issue signs a certificate for subject with serial, usable as a server
@@ -99,8 +100,9 @@ func (ca *CA) Issue(t testing.TB, subject pkix.Name, serial int64) Issued {
 		t.Fatal(err)
 	}
 	is := Issued{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k8}),
+		NotAfter: tmpl.NotAfter,
+		CertPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k8}),
 	}
 	base := filepath.Join(ca.dir, subject.CommonName+"-"+big.NewInt(serial).String())
 	is.Keystore, is.CertFile, is.KeyFile = base+".keystore.pem", base+".crt", base+".key"
