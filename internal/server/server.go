@@ -155,10 +155,13 @@ func (s *Server) Serve() error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		var batch *batchConn
 		if s.cfg.TLS != nil {
-			nc = tls.Server(nc, s.cfg.TLS) // no I/O until the read loop's handshake
+			batch = &batchConn{Conn: nc}
+			nc = tls.Server(batch, s.cfg.TLS) // no I/O until the read loop's handshake
 		}
 		c := s.newConn(nc)
+		c.batch = batch
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -219,6 +222,9 @@ type Conn struct {
 	principal atomic.Pointer[Identity]
 	// afterEncode runs after the current response is encoded; write loop only.
 	afterEncode []func()
+	// batch is under a TLS connection (nil on plain TCP): large responses
+	// leave in few writes.
+	batch *batchConn
 }
 
 type pending struct {
@@ -575,6 +581,14 @@ func (c *Conn) writeVector(bw *bufio.Writer, vec net.Buffers) error {
 		return nil
 	}
 	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if c.batch != nil {
+		c.batch.begin()
+		_, err := vec.WriteTo(c.nc)
+		if e := c.batch.end(); err == nil {
+			err = e
+		}
 		return err
 	}
 	_, err := vec.WriteTo(c.nc)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -301,4 +302,59 @@ func (c *Conn) handshake(tc *tls.Conn) error {
 		}
 	}
 	return nil
+}
+
+// batchConn sits under a TLS connection and, during a large response,
+// gathers TLS's records (one write each, 16 KiB at most) into a few large
+// writes: a Fetch response of megabytes otherwise costs a syscall per
+// record, more than its encryption. Outside a batch writes go straight
+// through (handshake, alerts, key updates).
+type batchConn struct {
+	net.Conn
+	mu  sync.Mutex // guards on and buf; held across the underlying write
+	on  bool
+	buf *[]byte
+}
+
+// batchFlushBytes is when a batch is written out before it ends.
+const batchFlushBytes = 256 << 10
+
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchFlushBytes+32<<10); return &b }}
+
+func (b *batchConn) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.on {
+		return b.Conn.Write(p)
+	}
+	*b.buf = append(*b.buf, p...)
+	if len(*b.buf) >= batchFlushBytes {
+		if err := b.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (b *batchConn) flushLocked() error {
+	_, err := b.Conn.Write(*b.buf)
+	*b.buf = (*b.buf)[:0]
+	return err
+}
+
+// begin starts gathering writes; end writes out what was gathered.
+func (b *batchConn) begin() {
+	b.mu.Lock()
+	b.on, b.buf = true, batchBufs.Get().(*[]byte)
+	b.mu.Unlock()
+}
+
+func (b *batchConn) end() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.flushLocked()
+	b.on = false
+	batchBufs.Put(b.buf)
+	b.buf = nil
+	return err
 }
