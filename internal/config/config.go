@@ -467,6 +467,7 @@ func (c *Config) Set(name, value string, src Source) error {
 	if err := d.CheckValue(value); err != nil {
 		return err
 	}
+	name = canonicalListenerKey(name)
 	c.vals[name] = value
 	c.sources[name] = src
 	return nil

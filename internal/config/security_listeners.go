@@ -227,3 +227,18 @@ func (c *Config) validateListeners() error {
 	}
 	return nil
 }
+
+// canonicalListenerKey writes a per-listener setting's listener name in
+// lower case (listener.name.SSL.x and listener.name.ssl.x are one
+// setting, as ListenerGet reads it); other names are returned as given.
+func canonicalListenerKey(name string) string {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return name
+	}
+	l, key, ok := strings.Cut(rest, ".")
+	if !ok {
+		return name
+	}
+	return "listener.name." + strings.ToLower(l) + "." + key
+}

@@ -119,3 +119,17 @@ func TestTLSSettingsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// listener.name.SSL.x and listener.name.ssl.x are the same setting.
+func TestListenerSettingCase(t *testing.T) {
+	c := Defaults()
+	if err := c.Set("listener.name.SSL.ssl.keystore.location", "/k.pem", SourceFile); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ListenerGet("SSL", "", "ssl.keystore.location"); got != "/k.pem" {
+		t.Fatalf("ListenerGet: %q", got)
+	}
+	if !c.ListenerSet("ssl", "", "ssl.keystore.location") {
+		t.Fatal("ListenerSet: not set")
+	}
+}
