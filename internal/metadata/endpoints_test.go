@@ -63,3 +63,28 @@ func TestBrokerEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// A registration's endpoints survive a restart, from the WAL and from a
+// snapshot.
+func TestBrokerEndpointsRestart(t *testing.T) {
+	eps := []Endpoint{{Name: "CLIENT", Host: "c", Port: 9092, Protocol: "SSL"}, {Name: "INTERNAL", Host: "i", Port: 9094, Protocol: "PLAINTEXT"}}
+	for _, every := range []uint64{0, 1} { // 0: the default (WAL replay); 1: a snapshot after each entry
+		dir := t.TempDir()
+		cfg := testConfig(dir)
+		cfg.SnapshotEvery = every
+		c := open(t, cfg)
+		if err := c.Propose(ctx(t), Record{RegisterBroker: &RegisterBroker{ID: 1, Host: "i", Port: 9094, Endpoints: eps}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Propose(ctx(t), createRec("t", 1)); err != nil {
+			t.Fatal(err)
+		}
+		mustClose(t, c)
+		c = open(t, cfg)
+		b, ok := c.Image().Broker(1)
+		if !ok || !slices.Equal(b.Endpoints, eps) {
+			t.Fatalf("SnapshotEvery=%d: broker after a restart: %+v", every, b)
+		}
+		mustClose(t, c)
+	}
+}
