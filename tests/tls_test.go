@@ -376,3 +376,47 @@ func TestCLICommandConfigTLS(t *testing.T) {
 		t.Fatal("berth topic list without a client certificate succeeded against ssl.client.auth=required")
 	}
 }
+
+// DescribeConfigs never shows a secret: ssl.key.password and the inline
+// private key are sensitive with no value, as Kafka answers.
+func TestDescribeConfigsHidesSecrets(t *testing.T) {
+	n := testcluster.Start(t,
+		testcluster.With("ssl.key.password", "hunter2"),
+		testcluster.With("ssl.keystore.key", "-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----"),
+	)
+	cl := testcluster.Client(t, n.Addr())
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(md.Brokers[0].NodeID))
+	req.Resources = append(req.Resources, res)
+	req.IncludeSynonyms = true
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	if err != nil || len(resp.Resources) != 1 {
+		t.Fatalf("DescribeConfigs: %v", err)
+	}
+	seen := 0
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name != "ssl.key.password" && c.Name != "ssl.keystore.key" {
+			if c.Value != nil && (strings.Contains(*c.Value, "hunter2") || strings.Contains(*c.Value, "secret")) {
+				t.Errorf("%s shows a secret", c.Name)
+			}
+			continue
+		}
+		seen++
+		if c.Value != nil || !c.IsSensitive {
+			t.Errorf("%s: value %v, sensitive %v; want no value, sensitive", c.Name, c.Value, c.IsSensitive)
+		}
+		for _, s := range c.ConfigSynonyms {
+			if s.Value != nil {
+				t.Errorf("%s: synonym %s shows %q", c.Name, s.Name, *s.Value)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d of the 2 secret settings described", seen)
+	}
+}

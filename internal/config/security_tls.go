@@ -136,3 +136,14 @@ func (c *Config) validateTLS(listener string) error {
 	}
 	return nil
 }
+
+// IsSensitive reports whether a broker setting holds a secret (a
+// password, a private key, a JAAS configuration with credentials):
+// DescribeConfigs reports it as Kafka does, sensitive with no value.
+func IsSensitive(name string) bool {
+	if _, _, key, ok := splitListenerName(name); ok {
+		name = key
+	}
+	return strings.HasSuffix(name, ".password") || name == "ssl.keystore.key" || name == "sasl.jaas.config" ||
+		strings.HasSuffix(name, ".sasl.jaas.config")
+}
