@@ -420,3 +420,26 @@ func TestDescribeConfigsHidesSecrets(t *testing.T) {
 		t.Fatalf("%d of the 2 secret settings described", seen)
 	}
 }
+
+// The dead-letter writer, an internal client, dials the inter-broker
+// listener: over mutual TLS with the node's certificate when that listener
+// is SSL and requires client certificates.
+func TestShareDLQOverInterBrokerTLS(t *testing.T) {
+	ca := testcluster.NewCA(t, "berth-test-ca")
+	srv := ca.Issue(t, pkix.Name{CommonName: "broker-0"}, 10)
+	n := tlsNode(t, ca, srv.Keystore, "required", testcluster.With("inter.broker.listener.name", "SSL"))
+	addr := n.ListenerAddr("PLAINTEXT")
+	testcluster.CreateTopic(t, addr, "tls-jobs", 1, nil)
+	testcluster.CreateTopic(t, addr, "dlq.tls-jobs", 1, dlqTopicConfigs())
+	prod := testcluster.Client(t, addr)
+	setGroupConfigs(t, prod, "tls-workers", "errors.deadletterqueue.topic.name", "dlq.tls-jobs", "share.auto.offset.reset", "earliest")
+	produceSync(t, prod, &kgo.Record{Topic: "tls-jobs", Value: []byte("poison")})
+	cl := shareConsumer(t, addr, "tls-workers", "tls-jobs")
+	receiveJob(t, cl, "poison").Ack(kgo.AckReject)
+	if err := cl.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if recs := consumeN(t, addr, "dlq.tls-jobs", 1); string(recs[0].Value) != "poison" {
+		t.Fatalf("parked %q", recs[0].Value)
+	}
+}
