@@ -54,7 +54,7 @@ type Node struct {
 	supStop  context.CancelFunc
 	supDone  chan struct{}
 	replicas *replica.Manager
-	kafka    *server.Server
+	kafka    *server.Server // the first Kafka listener's
 	http     *http.Server
 	httpLn   net.Listener
 	groups   *group.Coordinator
@@ -72,6 +72,13 @@ type Node struct {
 	unsub    func()
 	stop     chan struct{} // closed to end follow
 	done     chan struct{} // closed when follow has ended
+
+	// listeners are the Kafka listeners (listeners.go); interBroker is
+	// the one other brokers use.
+	listeners   []*kafkaListener
+	interBroker *kafkaListener
+	httpTLS     *server.TLSStore // nil: plain HTTP
+	ctlTLS      *namedStore      // nil: plain TCP Raft
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
@@ -137,18 +144,16 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
-	l, _, _, _ := cfg.Listeners()
-	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
-	if err != nil {
-		return nil, fmt.Errorf("listeners %s: %w (is another broker running? change listeners=)", cfg.Get("listeners"), err)
+	if err := n.bindListeners(cfg); err != nil {
+		return nil, err
 	}
-	advHost, advPort := advertised(cfg, ln.Addr())
+	advHost, advPort := n.interBroker.adv.Host, n.interBroker.adv.Port
 	if err := n.register(startCtx, nodeID, advHost, advPort); err != nil {
-		ln.Close()
 		return nil, err
 	}
 
 	n.replicas = replica.NewManager(replica.ManagerConfig{
+		Dial:           n.peerDialer(),
 		Dir:            dir,
 		NodeID:         nodeID,
 		Fsync:          cfg.Get("durability.mode") == "fsync",
@@ -179,14 +184,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	// subscription goes with the controller, which Close closes.)
 	ch, unsub := n.ctrl.Subscribe()
 	if err := n.replicas.Apply(n.ctrl.Image()); err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("opening partitions: %w", err)
 	}
 	n.replicas.Start(context.Background())
 	n.nodeID = nodeID
-	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID))}
+	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID)), Dial: n.peerDialer()}
 	if err := n.startSupervisor(cfg); err != nil {
-		ln.Close()
 		return nil, err
 	}
 
@@ -266,19 +269,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err := n.startAudit(cfg); err != nil {
 		return nil, err
 	}
-	n.kafka = server.New(ln, h, server.Config{
-		MaxRequestBytes:    int32(cfg.Int("socket.request.max.bytes")),
-		QueuedMaxBytes:     cfg.Int("queued.max.request.bytes"),
-		MaxInflightPerConn: int(cfg.Int("max.inflight.requests.per.connection")),
-		IdleTimeout:        cfg.Duration("connections.max.idle.ms"),
-		Logger:             logger.With("component", "server"),
-		Accept:             h.AcceptConnection,
-	})
-	go func() {
-		if err := n.kafka.Serve(); err != nil {
-			logger.Error("kafka listener stopped", "err", err)
-		}
-	}()
+	if err := n.serveListeners(cfg, h); err != nil {
+		return nil, err
+	}
 	if addr := cfg.Get("http.listener"); addr != "" {
 		if err := n.startHTTP(addr); err != nil {
 			return nil, err
@@ -293,10 +286,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 func (n *Node) register(ctx context.Context, id int32, host string, port int32) error {
 	im := n.ctrl.Image()
 	rack := n.cfg.Get("broker.rack")
-	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown {
+	eps := n.endpoints()
+	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown && slices.Equal(b.Endpoints, eps) {
 		return nil
 	}
-	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack}})
+	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack, Endpoints: eps}})
 	if err != nil {
 		return fmt.Errorf("registering broker: %w", err)
 	}
@@ -347,28 +341,6 @@ func (n *Node) follow(ch <-chan struct{}) {
 	}
 }
 
-// advertised picks the address given to clients.
-func advertised(cfg *config.Config, bound net.Addr) (string, int32) {
-	ta := bound.(*net.TCPAddr)
-	if a := cfg.Get("advertised.listeners"); a != "" {
-		l, err := config.ParseListener(strings.Split(a, ",")[0])
-		if err == nil {
-			port := l.Port
-			if port == 0 {
-				port = ta.Port
-			}
-			return l.Host, int32(port)
-		}
-	}
-	host := ta.IP.String()
-	if ta.IP.IsUnspecified() {
-		if h, err := os.Hostname(); err == nil {
-			host = h
-		}
-	}
-	return host, int32(ta.Port)
-}
-
 // KafkaAddr is the bound Kafka listener address.
 func (n *Node) KafkaAddr() string { return n.kafka.Addr().String() }
 
@@ -406,9 +378,7 @@ func (n *Node) Close() error {
 	if n.audit != nil {
 		n.audit.Close() // its last batch, while the replicas and peers it writes through are open
 	}
-	if n.kafka != nil {
-		errs = append(errs, n.kafka.Close())
-	}
+	errs = append(errs, n.closeListeners())
 	if n.unsub != nil {
 		n.unsub()
 		close(n.stop)
@@ -504,8 +474,13 @@ func (n *Node) quorum(cfg *config.Config, mc *metadata.Config) error {
 	if _, ctl, ok, _ := cfg.Listeners(); ok {
 		bind = net.JoinHostPort(ctl.Host, strconv.Itoa(ctl.Port))
 	}
+	serverTLS, clientTLS, err := n.controllerTLS(cfg)
+	if err != nil {
+		return err
+	}
 	tr, err := metadata.NewTCPTransport(metadata.TCPConfig{
 		NodeID: mc.NodeID, Addr: bind, ClusterID: cfg.Get("cluster.id"), Logger: mc.Logger.With("component", "metadata"),
+		ServerTLS: serverTLS, ClientTLS: clientTLS,
 	})
 	if err != nil {
 		return fmt.Errorf("%w; change the CONTROLLER entry of listeners, or this node's entry in controller.quorum.voters", err)

@@ -24,8 +24,12 @@ func auditEnabled(cfg *config.Config) bool {
 	if cfg.Get("authorizer.class.name") != "" {
 		return true
 	}
-	for _, s := range []string{cfg.Get("listeners"), cfg.Get("listener.security.protocol.map")} {
-		if strings.Contains(strings.ToUpper(s), "SASL_") {
+	ls, err := cfg.KafkaListeners()
+	if err != nil {
+		return false // Validate refuses the config before the audit trail matters
+	}
+	for _, l := range ls {
+		if strings.HasPrefix(l.Protocol, "SASL_") {
 			return true
 		}
 	}

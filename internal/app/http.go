@@ -11,14 +11,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berthmq/berth/internal/server"
 )
 
 // startHTTP serves /metrics (Prometheus) and /healthz.
 func (n *Node) startHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("http.listener %s: %w (set http.listener= to another address, or empty to disable)", addr, err)
 	}
+	ln := raw
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.registerMetrics(reg)
@@ -43,8 +46,13 @@ func (n *Node) startHTTP(addr string) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, h, err := n.httpSecurity(ln, mux)
+	if err != nil {
+		raw.Close()
+		return err
+	}
 	n.httpLn = ln
-	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := n.http.Serve(ln); err != nil && err != http.ErrServerClosed {
 			n.log.Error("http listener stopped", "err", err)
@@ -54,7 +62,7 @@ func (n *Node) startHTTP(addr string) error {
 }
 
 func (n *Node) registerMetrics(reg prometheus.Registerer) {
-	sm := &n.kafka.Metrics
+	reg.MustRegister(newCertExpiry(n))
 	rm := &n.replicas.Metrics
 	counter := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
@@ -63,10 +71,13 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
 	n.registerAuditMetrics(reg)
-	gauge("berth_server_connections", "Open Kafka connections.", func() float64 { return float64(sm.ConnectionsOpen.Load()) })
-	counter("berth_server_connections_total", "Kafka connections accepted.", func() float64 { return float64(sm.ConnectionsTotal.Load()) })
-	counter("berth_server_requests_total", "Kafka requests read.", func() float64 { return float64(sm.Requests.Load()) })
-	counter("berth_server_bad_frames_total", "Connections closed for malformed or unsupported requests.", func() float64 { return float64(sm.BadFrames.Load()) })
+	gauge("berth_server_connections", "Open Kafka connections.", func() float64 { return n.serverSum(func(m *server.Metrics) int64 { return m.ConnectionsOpen.Load() }) })
+	counter("berth_server_connections_total", "Kafka connections accepted.", func() float64 { return n.serverSum(func(m *server.Metrics) int64 { return m.ConnectionsTotal.Load() }) })
+	counter("berth_server_requests_total", "Kafka requests read.", func() float64 { return n.serverSum(func(m *server.Metrics) int64 { return m.Requests.Load() }) })
+	counter("berth_server_tls_handshake_failures_total", "Kafka connections closed in a failed TLS handshake (no or an untrusted client certificate, an unsupported version).", func() float64 {
+		return n.serverSum(func(m *server.Metrics) int64 { return m.TLSHandshakeFailures.Load() })
+	})
+	counter("berth_server_bad_frames_total", "Connections closed for malformed or unsupported requests.", func() float64 { return n.serverSum(func(m *server.Metrics) int64 { return m.BadFrames.Load() }) })
 	counter("berth_log_fsyncs_total", "Partition fsyncs.", func() float64 { return float64(rm.Fsyncs.Load()) })
 	counter("berth_log_fsync_seconds_total", "Time spent in partition fsyncs.", func() float64 { return float64(rm.FsyncNanos.Load()) / 1e9 })
 	counter("berth_log_group_commits_total", "Group-commit rounds (one round covers every partition written since the last).", func() float64 { return float64(rm.SyncRounds.Load()) })

@@ -2,6 +2,8 @@ package app
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/berthmq/berth/internal/server"
 )
 
 // Per-principal client metrics (auth.ClientMetrics, counted by the
@@ -19,7 +21,9 @@ var (
 func (n *Node) registerQuotaMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "berth_server_connections_refused_total",
 		Help: "Connections closed at once for an ip's connection_creation_rate quota."},
-		func() float64 { return float64(n.kafka.Metrics.ConnectionsRefused.Load()) }))
+		func() float64 {
+			return n.serverSum(func(m *server.Metrics) int64 { return m.ConnectionsRefused.Load() })
+		}))
 	reg.MustRegister(&clientCollector{n: n})
 }
 

@@ -35,11 +35,11 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 	pc.Backoff.Jitter = cfg.Float(share.BrokerRetryBackoffJitter)
 	n.dlq = dlq.New(dlq.Config{Broker: cfg, Image: n.ctrl.Image, Replicas: n.replicas, NodeID: n.nodeID, Logger: n.log,
 		Listener: func() net.Addr {
-			if n.kafka == nil {
+			if n.interBroker == nil || n.interBroker.srv == nil {
 				return nil
 			}
-			return n.kafka.Addr()
-		}})
+			return n.interBroker.srv.Addr()
+		}, Dial: n.peerDialer()})
 	return sharepart.New(sharepart.Config{
 		Partition: pc,
 		Settings:  sharepart.NewSettings(cfg, pc, n.ctrl.Image).Group,

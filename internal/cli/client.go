@@ -34,6 +34,10 @@ type clientFlags struct {
 	json      bool
 	timeout   time.Duration
 	clientID  string // "" is berth-cli; set by commands the audit trail marks (berth dlq purge, redrive)
+
+	// commandConfig is Kafka's --command-config (client_security.go).
+	commandConfig string
+	security      []kgo.Opt
 }
 
 // addClientFlags registers the common client flags on cmd (persistent, so
@@ -45,6 +49,7 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 		"comma-separated host:port list of brokers to bootstrap from (env "+envBootstrap+")")
 	fs.BoolVar(&f.json, "json", false, "machine-readable JSON output")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster on each request")
+	fs.StringVar(&f.commandConfig, "command-config", "", "client properties file: security.protocol=SSL and PEM ssl.* files (Kafka's --command-config)")
 	return f
 }
 
@@ -62,7 +67,9 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 	if f.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
 	}
-	return nil
+	var err error
+	f.security, err = securityOpts(f.commandConfig)
+	return err
 }
 
 // seeds splits the bootstrap list.
@@ -78,12 +85,12 @@ func (f *clientFlags) seeds() []string {
 
 // baseOpts are the kgo options every client command uses.
 func (f *clientFlags) baseOpts() []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(f.seeds()...),
 		kgo.ClientID(cmp.Or(f.clientID, "berth-cli")),
 		kgo.DialTimeout(min(f.timeout, 10*time.Second)),
 		kgo.RetryTimeout(f.timeout),
-	}
+	}, f.security...)
 }
 
 // connect builds a kgo client with the common options plus extra, and pings

@@ -298,8 +298,9 @@ func (c *Config) isControllerListener(name string) bool {
 	return false
 }
 
-// Listeners splits listeners into the Kafka listener and the controller
-// listener (ok false when there is none).
+// Listeners splits listeners into the first Kafka listener and the
+// controller listener (ok false when there is none); KafkaListeners lists
+// them all.
 func (c *Config) Listeners() (kafka, controller Listener, ok bool, err error) {
 	var kafkas []Listener
 	for _, s := range strings.Split(c.Get("listeners"), ",") {
@@ -316,8 +317,8 @@ func (c *Config) Listeners() (kafka, controller Listener, ok bool, err error) {
 		}
 		kafkas = append(kafkas, l)
 	}
-	if len(kafkas) != 1 {
-		return kafka, controller, false, errors.New("listeners: exactly one Kafka listener is supported for now (plus an optional controller listener named in controller.listener.names)")
+	if len(kafkas) == 0 {
+		return kafka, controller, false, errors.New("listeners: no Kafka listener (only the controller listener); add one, e.g. PLAINTEXT://127.0.0.1:9092")
 	}
 	return kafkas[0], controller, ok, nil
 }
@@ -466,6 +467,7 @@ func (c *Config) Set(name, value string, src Source) error {
 	if err := d.CheckValue(value); err != nil {
 		return err
 	}
+	name = canonicalListenerKey(name)
 	c.vals[name] = value
 	c.sources[name] = src
 	return nil
@@ -641,6 +643,8 @@ type Listener struct {
 	Name string // PLAINTEXT
 	Host string
 	Port int
+	// Protocol is the listener's security protocol (KafkaListeners).
+	Protocol string
 }
 
 // ParseListener parses NAME://host:port (NAME:// optional).
@@ -685,15 +689,8 @@ func (c *Config) Validate() error {
 	case hasCtl && ctl.Port == 0 && inVoters:
 		return errors.New("listeners: the controller listener of a voter needs a fixed port (the one in controller.quorum.voters)")
 	}
-	if l.Name != "PLAINTEXT" {
-		return fmt.Errorf("listeners: security protocol %s is not served yet; use PLAINTEXT", l.Name)
-	}
-	if a := c.Get("advertised.listeners"); a != "" {
-		if _, err := ParseListener(strings.Split(a, ",")[0]); err != nil {
-			return fmt.Errorf("advertised.listeners: %w", err)
-		}
-	}
-	return nil
+	_ = l
+	return c.validateListeners()
 }
 
 // ValueSource says where an effective topic or broker value comes from, in

@@ -31,7 +31,7 @@ func TestValidateControllerListener(t *testing.T) {
 		{"PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "", "1", "controller.quorum.voters is empty"},
 		{"PLAINTEXT://127.0.0.1:9092", "1@127.0.0.1:9093", "4", "joins the quorum as an observer"},
 		{"PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:0", "1@127.0.0.1:9093", "4", ""},
-		{"PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093", "", "1", "exactly one Kafka listener"},
+		{"PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093", "", "1", "used twice"},
 	} {
 		c := Defaults()
 		c.Set("listeners", tc.listeners, SourceFlag)

@@ -74,6 +74,10 @@ type Config struct {
 	Listener func() net.Addr
 	NodeID   int32
 	Logger   *slog.Logger
+
+	// Dial, when set, opens the client's connections (TLS to an SSL
+	// inter-broker listener).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Writer writes to dead-letter topics; mu guards cl and closed.
@@ -276,7 +280,11 @@ func (w *Writer) client() (*kgo.Client, error) {
 	if addr == nil {
 		return nil, errors.New("dead-letter writer: the Kafka listener is not serving yet")
 	}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{}
+	if d := w.cfg.Dial; d != nil {
+		opts = append(opts, kgo.Dialer(func(ctx context.Context, _, host string) (net.Conn, error) { return d(ctx, host) }))
+	}
+	cl, err := kgo.NewClient(append(opts,
 		kgo.SeedBrokers(loopback(addr)),
 		kgo.ClientID("berth-dlq-"+strconv.Itoa(int(w.cfg.NodeID))),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -285,7 +293,7 @@ func (w *Writer) client() (*kgo.Client, error) {
 		// A topic just created (auto-creation) or moved is looked up
 		// again soon rather than after kgo's default 5 s.
 		kgo.MetadataMinAge(250*time.Millisecond),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter writer: %w", err)
 	}

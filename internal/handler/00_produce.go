@@ -118,6 +118,7 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 	}
 	if len(waits) == 0 {
 		fillProduceLeaders(im, resp)
+		produceHintsOn(im, listenerOf(req), resp)
 		return now(resp), nil
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
@@ -135,7 +136,9 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 				}
 			}
 		}
-		fillProduceLeaders(b.image(), resp)
+		im := b.image()
+		fillProduceLeaders(im, resp)
+		produceHintsOn(im, listenerOf(req), resp)
 		return resp
 	}, nil
 }

@@ -119,6 +119,7 @@ func (b *Broker) fetchLongPoll(r *kmsg.FetchRequest, conn *server.Conn) *kmsg.Fe
 		resp = read
 		return n >= int(r.MinBytes) || n > 0 && r.MinBytes <= 0 || errs, parts
 	})
+	fetchHintsOn(b.image(), connListener(conn), resp)
 	return resp
 }
 

@@ -24,7 +24,10 @@ func (b *Broker) metadata(ctx context.Context, req *server.Request) (server.Repl
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	im := b.image()
 	for _, id := range im.BrokerIDs() {
-		br := im.Brokers[id]
+		br, ok := endpointOn(im.Brokers[id], listenerOf(req))
+		if !ok {
+			continue
+		}
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
 		if br.Rack != "" {

@@ -47,6 +47,9 @@ func (b *Broker) findCoordinator(ctx context.Context, req *server.Request) (serv
 		if err == nil {
 			node, err = b.coordinatorFor(ctx, r.CoordinatorType, key)
 		}
+		if err == nil {
+			err = coordinatorOn(&node, listenerOf(req))
+		}
 		if err != nil {
 			c.ErrorCode, c.ErrorMessage = code(err), errMsg(err)
 		} else {

@@ -80,8 +80,14 @@ func (b *Broker) describeConfigs(_ context.Context, req *server.Request) (server
 					sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 					sv := s.value
 					sy.Name, sy.Value, sy.Source = s.name, &sv, kmsg.ConfigSource(s.source)
+					if e.sensitive {
+						sy.Value = nil
+					}
 					c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 				}
+			}
+			if e.sensitive { // as Kafka: no value, flagged sensitive
+				c.Value, c.IsSensitive, c.ConfigType = nil, true, kmsg.ConfigTypePassword
 			}
 			res.Configs = append(res.Configs, c)
 		}

@@ -28,8 +28,8 @@ func (b *Broker) describeCluster(_ context.Context, req *server.Request) (server
 	resp.ControllerID = b.controllerID()
 	resp.ClusterAuthorizedOperations = b.opsIf(r.IncludeClusterAuthorizedOperations, req, rCluster, clusterName)
 	for _, id := range im.BrokerIDs() {
-		br := im.Brokers[id]
-		if br.Fenced && !r.IncludeFencedBrokers {
+		br, ok := endpointOn(im.Brokers[id], listenerOf(req))
+		if !ok || br.Fenced && !r.IncludeFencedBrokers {
 			continue
 		}
 		db := kmsg.NewDescribeClusterResponseBroker()

@@ -148,10 +148,12 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 		// A closed session gives back what the member still holds.
 		b.Shares.MembersGone(group, []string{member})
 		fillShareFetchLeaders(im, resp)
+		shareFetchHintsOn(im, listenerOf(req), resp)
 		return now(resp), nil
 	}
 	if r.Version >= 2 && r.IsRenewAck {
 		fillShareFetchLeaders(im, resp)
+		shareFetchHintsOn(im, listenerOf(req), resp)
 		return now(resp), nil
 	}
 	for _, tp := range parts {
@@ -186,6 +188,7 @@ func (b *Broker) shareLongPoll(r *kmsg.ShareFetchRequest, conn *server.Conn, gro
 		return got || errs, watched
 	}) {
 		fillShareFetchLeaders(im, resp)
+		shareFetchHintsOn(im, connListener(conn), resp)
 	}
 }
 

@@ -84,6 +84,7 @@ func (b *Broker) shareAcknowledge(_ context.Context, req *server.Request) (serve
 		b.Shares.MembersGone(group, []string{member})
 	}
 	fillShareAckLeaders(im, resp)
+	shareAckHintsOn(im, listenerOf(req), resp)
 	return now(resp), nil
 }
 

@@ -24,6 +24,8 @@ type configEntry struct {
 	kind        config.Kind
 	doc         string
 	synonyms    []configSynonym
+	// sensitive: a secret (config.IsSensitive), described without its value.
+	sensitive bool
 }
 
 type configSynonym struct {
@@ -79,7 +81,7 @@ func (b *Broker) brokerConfigEntries(im *metadata.Image) []configEntry {
 	var out []configEntry
 	for _, d := range config.BrokerDefs() {
 		v, src := b.Broker.ResolveBrokerIn(d.Name, im.BrokerConfigs, cl)
-		e := configEntry{name: d.Name, value: v, source: src, readOnly: !d.Dynamic, kind: d.Kind, doc: d.Doc}
+		e := configEntry{name: d.Name, value: v, source: src, readOnly: !d.Dynamic, kind: d.Kind, doc: d.Doc, sensitive: config.IsSensitive(d.Name)}
 		if dv, ok := im.BrokerConfigs[d.Name]; ok {
 			e.synonyms = append(e.synonyms, configSynonym{d.Name, dv, config.FromDynamicBroker})
 		}

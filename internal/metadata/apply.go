@@ -192,7 +192,10 @@ func (b *builder) registerBroker(r *RegisterBroker) error {
 	case r.Port < 1 || r.Port > 65535:
 		return fmt.Errorf("%w: broker %d port %d out of range", ErrInvalidRecord, r.ID, r.Port)
 	}
-	b.brokers()[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack}
+	if err := checkEndpoints(r.ID, r.Endpoints); err != nil {
+		return err
+	}
+	b.brokers()[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints}
 	return nil
 }
 

@@ -46,6 +46,8 @@ type Broker struct {
 	// and has not registered again since (KIP-841). Like a fenced broker
 	// it may not join an ISR or lead.
 	InControlledShutdown bool
+	// Endpoints: every listener's advertised address (see Endpoint).
+	Endpoints []Endpoint
 }
 
 // IsrEligible reports whether the broker may join an ISR: it is

@@ -32,6 +32,9 @@ type RegisterBroker struct {
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 	Rack string `json:"rack,omitempty"`
+	// Endpoints are every listener's advertised address; Host and Port
+	// stay the inter-broker listener's. Older records have none.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
 
 // FenceBroker sets a registered broker's state: fenced or not, and in a

@@ -101,6 +101,8 @@ type brokerJSON struct {
 	Fenced bool   `json:"fenced,omitempty"`
 	// InControlledShutdown: omitted when false.
 	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
+	// Endpoints: every listener's advertised address; older snapshots have none.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
 
 type topicJSON struct {

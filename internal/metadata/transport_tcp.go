@@ -3,6 +3,7 @@ package metadata
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -79,6 +80,14 @@ type TCPConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+
+	// ServerTLS, when set, makes the controller listener TLS: an incoming
+	// connection must finish a TLS handshake (with a client certificate
+	// when ServerTLS requires one: mutual TLS) before the Raft handshake.
+	// ClientTLS, when set, gives the TLS config to dial a peer's address
+	// with (this node's certificate, the trust store).
+	ServerTLS *tls.Config
+	ClientTLS func(addr string) *tls.Config
 }
 
 // Wire constants of the Raft transport.
@@ -388,9 +397,17 @@ func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
 		conn.Close()
 		return nil, ErrTransportClosed
 	}
-	p.conn = conn
+	p.conn = conn // closed raw: a TLS close could wait on a stuck write
 	p.mu.Unlock()
 	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	if t.cfg.ClientTLS != nil {
+		tc := tls.Client(conn, t.cfg.ClientTLS(p.addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		conn = tc
+	}
 	hs := handshake{From: t.cfg.NodeID, To: p.id, ClusterID: *t.clusterID.Load(), Addr: t.Addr().String()}
 	if _, err := conn.Write(hs.encode()); err != nil {
 		conn.Close()
@@ -523,8 +540,17 @@ func (t *TCPTransport) accept() {
 
 // serveConn reads one incoming connection: the handshake, then frames.
 func (t *TCPTransport) serveConn(conn net.Conn) {
-	br := bufio.NewReaderSize(conn, 64<<10)
 	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	if t.cfg.ServerTLS != nil {
+		tc := tls.Server(conn, t.cfg.ServerTLS)
+		if err := tc.HandshakeContext(t.ctx); err != nil {
+			t.log.Warn("metadata: refused raft connection: TLS handshake failed (a node must present a certificate the trust store signed)",
+				"remote", conn.RemoteAddr(), "err", err)
+			return
+		}
+		conn = tc
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
 	hs, err := readHandshake(br)
 	if err != nil {
 		t.log.Debug("metadata: bad raft handshake", "remote", conn.RemoteAddr(), "err", err)

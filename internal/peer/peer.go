@@ -31,10 +31,23 @@ type Conn struct {
 // maxResponse bounds a response from another broker.
 const maxResponse = 256 << 20
 
+// Dialer opens the connection to another broker's listener: over TLS
+// with this node's certificate when the inter-broker listener is SSL
+// (nil: plain TCP).
+type Dialer func(ctx context.Context, addr string) (net.Conn, error)
+
 // Dial connects to addr; clientID names this broker in the peer's logs.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return DialWith(ctx, addr, clientID, nil)
+}
+
+// DialWith connects to addr through dial (nil: plain TCP).
+func DialWith(ctx context.Context, addr, clientID string, dial Dialer) (*Conn, error) {
+	if dial == nil {
+		var d net.Dialer
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	c, err := dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 // this broker in the peers' logs. It is safe for concurrent use.
 type Pool struct {
 	ClientID string
+	// Dial opens new connections (nil: plain TCP).
+	Dial Dialer
 
 	mu   sync.Mutex
 	idle map[string][]*Conn // by address
@@ -73,7 +75,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*Conn, error) {
 	p.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	return Dial(dctx, addr, p.ClientID)
+	return DialWith(dctx, addr, p.ClientID, p.Dial)
 }
 
 func (p *Pool) put(conn *Conn) {

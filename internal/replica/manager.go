@@ -17,11 +17,15 @@ import (
 
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/vfs"
 )
 
 // ManagerConfig configures the replica manager.
 type ManagerConfig struct {
+	// Dial opens follower fetch connections to leaders (nil: plain TCP;
+	// TLS when the inter-broker listener is SSL).
+	Dial           peer.Dialer
 	Dir            string // log.dirs
 	NodeID         int32
 	Fsync          bool          // durability.mode=fsync

@@ -106,12 +106,22 @@ func (p *quorumProxy) serve(pc *proxyConn) {
 	defer p.untrack(pc)
 	hdr := make([]byte, handshakeFixed)
 	pc.in.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadFull(pc.in, hdr); err != nil || !bytes.Equal(hdr[:8], handshakeMagic) {
+	if _, err := io.ReadFull(pc.in, hdr); err != nil {
+		return
+	}
+	// A TLS record (a controller listener mapped to SSL): the handshake is
+	// encrypted, so the sender is unknown and the connection cannot be cut;
+	// tests that cut links use plain TCP.
+	tlsRecord := hdr[0] == 0x16
+	if !tlsRecord && !bytes.Equal(hdr[:8], handshakeMagic) {
 		return
 	}
 	pc.in.SetReadDeadline(time.Time{})
 	// from is the sender's Raft id, node.id + 1.
-	from := int32(binary.LittleEndian.Uint64(hdr[10:18])) - 1
+	from := int32(-1)
+	if !tlsRecord {
+		from = int32(binary.LittleEndian.Uint64(hdr[10:18])) - 1
+	}
 	p.mu.Lock()
 	pc.from = from
 	p.mu.Unlock()
