@@ -70,6 +70,8 @@ type Node struct {
 	unsub    func()
 	stop     chan struct{} // closed to end follow
 	done     chan struct{} // closed when follow has ended
+
+	sasl *handler.SASLConfig // SaslHandshake/SaslAuthenticate's listeners and counters
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
@@ -114,6 +116,10 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		}
 	}()
 	nodeID := int32(cfg.Int("node.id"))
+	kl, _, _, _ := cfg.Listeners()
+	if n.sasl, err = newSASL(cfg, map[string]string{kl.Name: kl.Name}, func() *metadata.Image { return n.image() }, logger); err != nil {
+		return nil, err
+	}
 
 	mc := metadata.Config{
 		Dir:          filepath.Join(dir, metadata.DirName),
@@ -254,6 +260,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
 		Groups: n.groups, Shares: n.shares, Propose: n.propose, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 		Topics: n.topics, ProducerIDs: n.pids,
+		SASL: n.sasl,
 	})
 	n.kh = h
 	n.kafka = server.New(ln, h, server.Config{
@@ -262,6 +269,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		MaxInflightPerConn: int(cfg.Int("max.inflight.requests.per.connection")),
 		IdleTimeout:        cfg.Duration("connections.max.idle.ms"),
 		Logger:             logger.With("component", "server"),
+		Listener:           l.Name, Protocol: l.Name,
 	})
 	go func() {
 		if err := n.kafka.Serve(); err != nil {

@@ -685,8 +685,8 @@ func (c *Config) Validate() error {
 	case hasCtl && ctl.Port == 0 && inVoters:
 		return errors.New("listeners: the controller listener of a voter needs a fixed port (the one in controller.quorum.voters)")
 	}
-	if l.Name != "PLAINTEXT" {
-		return fmt.Errorf("listeners: security protocol %s is not served yet; use PLAINTEXT", l.Name)
+	if l.Name != "PLAINTEXT" && l.Name != "SASL_PLAINTEXT" {
+		return fmt.Errorf("listeners: security protocol %s is not served yet; use PLAINTEXT or SASL_PLAINTEXT", l.Name)
 	}
 	if a := c.Get("advertised.listeners"); a != "" {
 		if _, err := ParseListener(strings.Split(a, ",")[0]); err != nil {

@@ -180,6 +180,10 @@ type Config struct {
 	// Auditor takes the audit trail's events; nil drops them.
 	Auditor auth.Auditor
 	Logger  *slog.Logger
+
+	// SASL serves SaslHandshake and SaslAuthenticate (sasl.go); nil: no
+	// SASL listener.
+	SASL *SASLConfig
 }
 
 // Broker implements server.Handler.
@@ -225,6 +229,9 @@ func New(cfg Config) *Broker {
 	if b.Auditor == nil {
 		b.Auditor = auth.NopAuditor{}
 	}
+	if b.SASL == nil {
+		b.SASL = &SASLConfig{}
+	}
 	return b
 }
 
@@ -244,6 +251,9 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 		if err := (*f)(ctx, req.Key); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.saslGate(req); err != nil {
+		return nil, err
 	}
 	b.applyTestPrincipal(req)
 	return a.fn(b, ctx, req)

@@ -127,6 +127,8 @@ func (b *builder) apply(r *Record, res *Result) error {
 		return nil
 	case r.SetGroupConfigs != nil:
 		return b.setGroupConfigs(r.SetGroupConfigs)
+	case r.UserScramCredential != nil:
+		return b.userScramCredential(r.UserScramCredential)
 	case r.ProducerIDBlock != nil:
 		n := r.ProducerIDBlock.Count
 		if n < 1 || n > MaxProducerIDBlock {

@@ -28,6 +28,8 @@ type Image struct {
 	// changes (see quorum.go); a one-voter cluster that never had an
 	// address configured has none.
 	Controllers map[int32]string
+	// ScramUsers are the SCRAM credentials by user and mechanism (scram.go).
+	ScramUsers map[string]map[string]ScramCredential
 }
 
 // Broker is a registered broker.

@@ -20,6 +20,8 @@ type Record struct {
 	ProducerIDBlock  *ProducerIDBlock  `json:"producerIdBlock,omitempty"`
 	SetClusterID     *SetClusterID     `json:"setClusterId,omitempty"`
 	PartitionChange  *PartitionChange  `json:"partitionChange,omitempty"`
+
+	UserScramCredential *UserScramCredential `json:"userScramCredential,omitempty"` // scram.go
 }
 
 // RegisterBroker adds a broker or replaces its registration (host, port,
@@ -166,6 +168,7 @@ func (r *Record) kind() (string, error) {
 	set(r.ProducerIDBlock != nil, "producerIdBlock")
 	set(r.SetClusterID != nil, "setClusterId")
 	set(r.PartitionChange != nil, "partitionChange")
+	set(r.UserScramCredential != nil, "userScramCredential")
 	if n != 1 {
 		return "", fmt.Errorf("%w: %d union members set, want 1", ErrInvalidRecord, n)
 	}

@@ -78,6 +78,7 @@ type imageJSON struct {
 	GroupConfigs   []groupConfigJSON `json:"groupConfigs,omitempty"`
 	Topics         []topicJSON       `json:"topics"`
 	Controllers    []controllerJSON  `json:"controllers,omitempty"`
+	ScramUsers     []scramJSON       `json:"scramUsers,omitempty"`
 }
 
 type groupConfigJSON struct {
@@ -147,6 +148,7 @@ func EncodeImage(im *Image) []byte {
 	for _, id := range slices.Sorted(maps.Keys(im.Controllers)) {
 		j.Controllers = append(j.Controllers, controllerJSON{id, im.Controllers[id]})
 	}
+	j.ScramUsers = encodeScram(im)
 	b, err := json.Marshal(j)
 	if err != nil {
 		panic("metadata: encoding image: " + err.Error()) // only plain types: cannot fail
@@ -173,6 +175,9 @@ func DecodeImage(b []byte) (*Image, error) {
 			return bad("group configs of %q twice, unnamed or empty", g.Group)
 		}
 		im.GroupConfigs[g.Group] = maps.Clone(g.Configs)
+	}
+	if err := decodeScram(j.ScramUsers, im); err != nil {
+		return nil, err
 	}
 	for _, b := range j.Brokers {
 		if _, dup := im.Brokers[b.ID]; dup {

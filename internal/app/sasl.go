@@ -1,0 +1,108 @@
+package app
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/berthmq/berth/internal/auth"
+	"github.com/berthmq/berth/internal/config"
+	"github.com/berthmq/berth/internal/handler"
+	"github.com/berthmq/berth/internal/metadata"
+)
+
+// maxAuthFailureDelay caps the growing delay after failed authentications.
+const maxAuthFailureDelay = 5 * time.Second
+
+// newSASL builds the SASL configuration of the node's listeners (name →
+// security protocol): an Authenticator for each SASL_PLAINTEXT or
+// SASL_SSL one, from Kafka's settings as that listener reads them.
+// image gives the SCRAM credentials (the metadata image).
+func newSASL(cfg *config.Config, listeners map[string]string, image func() *metadata.Image, log *slog.Logger) (*handler.SASLConfig, error) {
+	sc := &handler.SASLConfig{
+		Listeners: map[string]*auth.Authenticator{},
+		Delay: &auth.FailureDelay{
+			Base: cfg.Duration("connection.failed.authentication.delay.ms"),
+			Max:  maxAuthFailureDelay, Decay: 30 * time.Second,
+		},
+		ReauthMax: cfg.Duration("connections.max.reauth.ms"),
+		Metrics:   &auth.SASLMetrics{},
+	}
+	if cfg.Get("sasl.jaas.config") != "" {
+		return nil, errors.New("sasl.jaas.config: a broker reads it only with its listener and mechanism prefix, as Kafka does: listener.name.<listener>.plain.sasl.jaas.config=...")
+	}
+	for name, proto := range listeners {
+		if !strings.HasPrefix(proto, "SASL_") {
+			continue
+		}
+		a, err := newAuthenticator(cfg, name, image, log)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", name, err)
+		}
+		sc.Listeners[name] = a
+	}
+	return sc, nil
+}
+
+// scramImage reads SCRAM credentials from the current metadata image.
+type scramImage func() *metadata.Image
+
+func (f scramImage) ScramCredential(user, mech string) (auth.ScramCredential, bool) {
+	im := f()
+	if im == nil {
+		return auth.ScramCredential{}, false
+	}
+	c, ok := im.ScramCredential(user, mech)
+	return auth.ScramCredential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, ok
+}
+
+func newAuthenticator(cfg *config.Config, listener string, image func() *metadata.Image, log *slog.Logger) (*auth.Authenticator, error) {
+	mechs, err := auth.ParseMechanisms(cfg.ListenerGet(listener, "", "sasl.enabled.mechanisms"))
+	if err != nil {
+		return nil, err
+	}
+	if len(mechs) == 0 {
+		return nil, errors.New("sasl.enabled.mechanisms is empty: enable PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+	}
+	a := &auth.Authenticator{Enabled: mechs, Scram: scramImage(image), Secret: make([]byte, 32)}
+	rand.Read(a.Secret)
+	if jaas := cfg.ListenerGet(listener, "plain", "sasl.jaas.config"); jaas != "" && a.Enables(auth.MechPlain) {
+		if a.Plain, err = auth.PlainUsers(jaas); err != nil {
+			return nil, fmt.Errorf("listener.name.%s.plain.sasl.jaas.config: %w", strings.ToLower(listener), err)
+		}
+	}
+	if a.Enables(auth.MechOAuthBearer) {
+		get := func(name string) string { return cfg.ListenerGet(listener, "oauthbearer", name) }
+		v := &auth.OAuthValidator{
+			Issuer:    get("sasl.oauthbearer.expected.issuer"),
+			SubClaim:  get("sasl.oauthbearer.sub.claim.name"),
+			ClockSkew: time.Duration(cfg.Int("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+		}
+		for _, aud := range strings.Split(get("sasl.oauthbearer.expected.audience"), ",") {
+			if aud = strings.TrimSpace(aud); aud != "" {
+				v.Audience = append(v.Audience, aud)
+			}
+		}
+		if u := get("sasl.oauthbearer.jwks.endpoint.url"); u != "" {
+			if v.JWKS, err = auth.NewJWKS(u, cfg.Duration("sasl.oauthbearer.jwks.endpoint.refresh.ms")); err != nil {
+				return nil, err
+			}
+		} else {
+			log.Warn("OAUTHBEARER accepts unsecured tokens (alg none): sasl.oauthbearer.jwks.endpoint.url is not set; for development only",
+				"listener", listener)
+		}
+		a.OAuth = v
+	}
+	return a, nil
+}
+
+// image is the current metadata image; nil before the controller opens.
+func (n *Node) image() *metadata.Image {
+	if n.ctrl == nil {
+		return nil
+	}
+	return n.ctrl.Image()
+}
