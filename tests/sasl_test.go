@@ -3,7 +3,10 @@ package tests
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -311,6 +314,9 @@ func TestSASLWrongPasswordDelayGrows(t *testing.T) {
 	if took[0] < 150*time.Millisecond || took[1] < 300*time.Millisecond || took[2] < 600*time.Millisecond {
 		t.Fatalf("failure delays %v, want >= 150ms, 300ms, 600ms", took)
 	}
+	if v := scrapeMetric(t, n.HTTPAddr(), `berth_auth_failures_total{mechanism="PLAIN"}`); v != 3 {
+		t.Fatalf("berth_auth_failures_total{PLAIN} = %v, want 3", v)
+	}
 	// kgo with a wrong SCRAM password produces nothing.
 	bad := saslClient(t, n.Addr(), scram.Auth{User: "admin", Pass: "nope"}.AsSha512Mechanism(),
 		kgo.DefaultProduceTopic("guarded"), kgo.RecordDeliveryTimeout(time.Second))
@@ -381,3 +387,28 @@ func TestSASLReauthentication(t *testing.T) {
 type disconnects struct{ n atomic.Int64 }
 
 func (d *disconnects) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) { d.n.Add(1) }
+
+// scrapeMetric reads one series from a node's /metrics.
+func scrapeMetric(t *testing.T, httpAddr, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s in /metrics", series)
+	return 0
+}

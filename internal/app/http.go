@@ -87,6 +87,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(&groupCollector{n: n})
 	n.txns.RegisterMetrics(reg)
 	reg.MustRegister(&lsoCollector{n: n})
+	reg.MustRegister(&saslCollector{n: n})
 }
 
 var (

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
@@ -105,4 +107,42 @@ func (n *Node) image() *metadata.Image {
 		return nil
 	}
 	return n.ctrl.Image()
+}
+
+var (
+	descAuthSuccesses = prometheus.NewDesc("berth_auth_successes_total", "SASL authentications that succeeded, by mechanism.", []string{"mechanism"}, nil)
+	descAuthFailures  = prometheus.NewDesc("berth_auth_failures_total", "SASL authentications that failed (wrong credentials, invalid tokens, malformed exchanges), by mechanism.", []string{"mechanism"}, nil)
+)
+
+// saslCollector reports the SASL counters at scrape time: every enabled
+// mechanism of every SASL listener, zero until used.
+type saslCollector struct{ n *Node }
+
+func (c *saslCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descAuthSuccesses
+	ch <- descAuthFailures
+}
+
+func (c *saslCollector) Collect(ch chan<- prometheus.Metric) {
+	sc := c.n.sasl
+	if sc == nil {
+		return
+	}
+	ok, failed := sc.Metrics.Snapshot()
+	mechs := map[string]bool{}
+	for _, a := range sc.Listeners {
+		for _, m := range a.Enabled {
+			mechs[m] = true
+		}
+	}
+	for m := range ok {
+		mechs[m] = true
+	}
+	for m := range failed {
+		mechs[m] = true
+	}
+	for m := range mechs {
+		ch <- prometheus.MustNewConstMetric(descAuthSuccesses, prometheus.CounterValue, float64(ok[m]), m)
+		ch <- prometheus.MustNewConstMetric(descAuthFailures, prometheus.CounterValue, float64(failed[m]), m)
+	}
 }
