@@ -32,6 +32,9 @@ type clientFlags struct {
 	bootstrap string
 	json      bool
 	timeout   time.Duration
+
+	sasl     saslFlags // sasl_flags.go
+	saslOpts []kgo.Opt // from sasl, set by resolve
 }
 
 // addClientFlags registers the common client flags on cmd (persistent, so
@@ -43,6 +46,7 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 		"comma-separated host:port list of brokers to bootstrap from (env "+envBootstrap+")")
 	fs.BoolVar(&f.json, "json", false, "machine-readable JSON output")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster on each request")
+	addSASLFlags(fs, &f.sasl)
 	return f
 }
 
@@ -60,7 +64,9 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 	if f.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
 	}
-	return nil
+	var err error
+	f.saslOpts, err = f.sasl.saslOpts(cmd)
+	return err
 }
 
 // seeds splits the bootstrap list.
@@ -76,12 +82,12 @@ func (f *clientFlags) seeds() []string {
 
 // baseOpts are the kgo options every client command uses.
 func (f *clientFlags) baseOpts() []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(f.seeds()...),
 		kgo.ClientID("berth-cli"),
 		kgo.DialTimeout(min(f.timeout, 10*time.Second)),
 		kgo.RetryTimeout(f.timeout),
-	}
+	}, f.saslOpts...)
 }
 
 // connect builds a kgo client with the common options plus extra, and pings
@@ -249,6 +255,10 @@ func kerrHint(ke *kerr.Error) string {
 		return "the broker's policy refused the request"
 	case kerr.TopicDeletionDisabled:
 		return "the broker has delete.topic.enable=false"
+	case kerr.SaslAuthenticationFailed:
+		return "check --sasl-username and --sasl-password (or BERTH_SASL_USERNAME and BERTH_SASL_PASSWORD) and --sasl-mechanism"
+	case kerr.UnsupportedSaslMechanism:
+		return "the listener does not enable this --sasl-mechanism (sasl.enabled.mechanisms)"
 	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.GroupAuthorizationFailed,
 		kerr.TransactionalIDAuthorizationFailed:
 		return "the principal lacks an ACL for this operation"
