@@ -254,8 +254,10 @@ func (s *scramSession) Step(msg []byte) ([]byte, bool, error) {
 		if f.ChannelBinding != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
 			return nil, false, fail(s.user, "%s: channel binding does not match the GS2 header", s.mech)
 		}
-		if f.Nonce != s.nonce {
-			return nil, false, fail(s.user, "%s: invalid nonce", s.mech)
+		// Kafka checks only that the nonce ends with the server's:
+		// librdkafka up to 2.x sends the client nonce twice.
+		if !strings.HasSuffix(f.Nonce, s.nonce) {
+			return nil, false, fail(s.user, "%s: invalid nonce in the final client message", s.mech)
 		}
 		authMsg := []byte(s.clientFirstBare + "," + s.serverFirst + "," + f.WithoutProof)
 		if !s.known || len(f.Proof) != s.h().Size() {
