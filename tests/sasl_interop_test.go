@@ -81,4 +81,3 @@ func TestKafkaPythonSASL(t *testing.T) {
 		t.Fatalf("kafka-python PLAIN: %q", out)
 	}
 }
-
