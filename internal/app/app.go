@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
@@ -71,7 +72,8 @@ type Node struct {
 	stop     chan struct{} // closed to end follow
 	done     chan struct{} // closed when follow has ended
 
-	sasl *handler.SASLConfig // SaslHandshake/SaslAuthenticate's listeners and counters
+	sasl     *handler.SASLConfig // SaslHandshake/SaslAuthenticate's listeners and counters
+	peerSASL sasl.Mechanism      // how this node authenticates to SASL listeners (its own, its peers'); nil: none
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
@@ -118,6 +120,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	nodeID := int32(cfg.Int("node.id"))
 	kl, _, _, _ := cfg.Listeners()
 	if n.sasl, err = newSASL(cfg, map[string]string{kl.Name: kl.Name}, func() *metadata.Image { return n.image() }, logger); err != nil {
+		return nil, err
+	}
+	if n.peerSASL, err = interBrokerSASL(cfg, kl.Name, kl.Name, logger); err != nil {
 		return nil, err
 	}
 
@@ -175,6 +180,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 			rate, _ := strconv.ParseInt(v, 10, 64)
 			return rate
 		},
+		PeerSASL: n.peerSASL,
 	})
 	// Subscribe before the first Apply: an image applied after that Apply
 	// and before a later Subscribe would notify nobody, and in a quiet
@@ -188,7 +194,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.replicas.Start(context.Background())
 	n.nodeID = nodeID
-	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID))}
+	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID)), SASL: n.peerSASL}
 	if err := n.startSupervisor(cfg); err != nil {
 		ln.Close()
 		return nil, err

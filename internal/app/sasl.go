@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/config"
@@ -145,4 +149,59 @@ func (c *saslCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descAuthSuccesses, prometheus.CounterValue, float64(ok[m]), m)
 		ch <- prometheus.MustNewConstMetric(descAuthFailures, prometheus.CounterValue, float64(failed[m]), m)
 	}
+}
+
+// interBrokerSASL is how this node authenticates to the SASL listener its
+// peers and it itself connect to (replication, coordinator requests, the
+// dead-letter writer): Kafka's sasl.mechanism.inter.broker.protocol with
+// the username and password options of that mechanism's JAAS config on
+// the listener (PlainLoginModule or ScramLoginModule, as Kafka reads
+// them). Left at Kafka's default (GSSAPI, not supported), PLAIN is used
+// when the listener's PLAIN JAAS config names a username and password;
+// without them the node starts with a warning (its own connections will
+// be refused). nil for a listener without SASL.
+func interBrokerSASL(cfg *config.Config, listener, proto string, log *slog.Logger) (sasl.Mechanism, error) {
+	if !strings.HasPrefix(proto, "SASL_") {
+		return nil, nil
+	}
+	const setting = "sasl.mechanism.inter.broker.protocol"
+	if cfg.SourceOf(setting) == config.SourceDefault {
+		m, err := interBrokerMechanism(cfg, listener, auth.MechPlain)
+		if err != nil {
+			log.Warn("this broker cannot authenticate to its own SASL listener: replication, transaction markers, share state and dead letters will be refused", "err", err)
+		}
+		return m, nil
+	}
+	return interBrokerMechanism(cfg, listener, strings.ToUpper(strings.TrimSpace(cfg.Get(setting))))
+}
+
+func interBrokerMechanism(cfg *config.Config, listener, mech string) (sasl.Mechanism, error) {
+	const setting = "sasl.mechanism.inter.broker.protocol"
+	enabled, _ := auth.ParseMechanisms(cfg.ListenerGet(listener, "", "sasl.enabled.mechanisms"))
+	hint := fmt.Sprintf("the broker connects to listener %s itself (replication, coordinators, dead letters): set %s to an enabled mechanism and give its JAAS config a username and password, e.g. listener.name.%s.plain.sasl.jaas.config=%s required username=\"broker\" password=\"...\" user_broker=\"...\";",
+		listener, setting, strings.ToLower(listener), auth.PlainLoginModule)
+	if !slices.Contains(enabled, mech) {
+		return nil, fmt.Errorf("%s=%s is not enabled on listener %s: %s", setting, mech, listener, hint)
+	}
+	jaas := cfg.ListenerGet(listener, strings.ToLower(mech), "sasl.jaas.config")
+	if jaas == "" {
+		return nil, fmt.Errorf("no JAAS config for %s on listener %s: %s", mech, listener, hint)
+	}
+	es, err := auth.ParseJAAS(jaas)
+	if err != nil {
+		return nil, err
+	}
+	user, pass := es[0].Options["username"], es[0].Options["password"]
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("the %s JAAS config of listener %s has no username and password: %s", mech, listener, hint)
+	}
+	switch mech {
+	case auth.MechPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case auth.MechScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case auth.MechScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("%s=%s: the broker's own connections use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", setting, mech)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Pool keeps a few idle connections per address for request/response
@@ -16,6 +17,8 @@ import (
 // this broker in the peers' logs. It is safe for concurrent use.
 type Pool struct {
 	ClientID string
+	// SASL authenticates the pool's connections (DialSASL); nil: none.
+	SASL sasl.Mechanism
 
 	mu   sync.Mutex
 	idle map[string][]*Conn // by address
@@ -73,7 +76,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*Conn, error) {
 	p.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	return Dial(dctx, addr, p.ClientID)
+	return DialSASL(dctx, addr, p.ClientID, p.SASL)
 }
 
 func (p *Pool) put(conn *Conn) {
