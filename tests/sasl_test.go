@@ -412,3 +412,40 @@ func scrapeMetric(t *testing.T, httpAddr, series string) float64 {
 	t.Fatalf("no %s in /metrics", series)
 	return 0
 }
+
+// SaslHandshake v0 is followed by unwrapped PLAIN tokens (Kafka's oldest
+// framing): a good one is answered with an empty token and the connection
+// serves requests; a bad one closes the connection.
+func TestSASLHandshakeV0RawTokens(t *testing.T) {
+	n := startSASL(t, "PLAIN")
+	for _, c := range []struct {
+		pass string
+		ok   bool
+	}{{"admin-secret", true}, {"wrong", false}} {
+		conn := dialSASL(t, n.Addr())
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version, hs.Mechanism = 0, "PLAIN"
+		if r, err := conn.do(hs); err != nil || r.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+			t.Fatalf("handshake v0: %v %+v", err, r)
+		}
+		tok := []byte("\x00admin\x00" + c.pass)
+		frame := binary.BigEndian.AppendUint32(nil, uint32(len(tok)))
+		if _, err := conn.c.Write(append(frame, tok...)); err != nil {
+			t.Fatal(err)
+		}
+		var sz [4]byte
+		_, err := readFull(conn.c, sz[:])
+		if !c.ok {
+			if err == nil {
+				t.Fatal("a wrong raw PLAIN token was answered")
+			}
+			continue
+		}
+		if err != nil || binary.BigEndian.Uint32(sz[:]) != 0 {
+			t.Fatalf("raw PLAIN answer: %v size %d, want an empty token", err, binary.BigEndian.Uint32(sz[:]))
+		}
+		if _, err := conn.do(metadataReq()); err != nil {
+			t.Fatalf("request after raw authentication: %v", err)
+		}
+	}
+}
