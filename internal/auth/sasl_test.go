@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,5 +199,48 @@ func TestParseMechanisms(t *testing.T) {
 	}
 	if _, err := ParseMechanisms("DIGEST-MD5"); err == nil {
 		t.Fatal("unknown mechanism accepted")
+	}
+}
+
+// A JWKS served over HTTP is re-read when a token names a key id it does
+// not hold (a rotated key), at most every few seconds.
+func TestJWKSURLRotation(t *testing.T) {
+	k1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	set := func(kid string, k *ecdsa.PrivateKey) []byte {
+		raw, _ := k.PublicKey.Bytes()
+		b, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kty": "EC", "crv": "P-256", "kid": kid,
+			"x": base64.RawURLEncoding.EncodeToString(raw[1:33]), "y": base64.RawURLEncoding.EncodeToString(raw[33:])}}})
+		return b
+	}
+	var served atomic.Pointer[[]byte]
+	b := set("k1", k1)
+	served.Store(&b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(*served.Load()) }))
+	defer srv.Close()
+	j, err := NewJWKS(srv.URL, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &OAuthValidator{JWKS: j}
+	sign := func(kid string, k *ecdsa.PrivateKey) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": kid, "exp": time.Now().Add(time.Hour).Unix()})
+		tok.Header["kid"] = kid
+		s, _ := tok.SignedString(k)
+		return s
+	}
+	if _, _, err := v.Validate(sign("k1", k1), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b2 := set("k2", k2)
+	served.Store(&b2)
+	j.mu.Lock()
+	j.tried = time.Time{} // the last fetch was long enough ago
+	j.mu.Unlock()
+	if sub, _, err := v.Validate(sign("k2", k2), time.Now()); err != nil || sub != "k2" {
+		t.Fatalf("rotated key: %q %v", sub, err)
+	}
+	if _, err := NewJWKS("ftp://x/jwks", time.Hour); err == nil {
+		t.Fatal("an ftp:// JWKS URL was accepted")
 	}
 }
