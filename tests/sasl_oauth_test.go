@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	tc "github.com/berthmq/berth/internal/testcluster"
@@ -117,7 +118,7 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 // With no JWKS configured, unsecured tokens (alg none) authenticate, as
 // Kafka's default development validator accepts them; exp still counts.
 func TestSASLOAuthBearerUnsecured(t *testing.T) {
-	n := startSASL(t, "OAUTHBEARER")
+	n := startSASL(t, "OAUTHBEARER", tc.With("connections.max.reauth.ms", "60000"))
 	ctx := ctxT(t, 30*time.Second)
 	tok := unsecuredToken(t, jwt.MapClaims{"sub": "dev", "exp": time.Now().Add(time.Hour).Unix()})
 	cl := oauthClient(t, n.Addr(), tok, kgo.DefaultProduceTopic("oauth-dev"), kgo.AllowAutoTopicCreation())
@@ -125,5 +126,23 @@ func TestSASLOAuthBearerUnsecured(t *testing.T) {
 	expired := unsecuredToken(t, jwt.MapClaims{"sub": "dev", "exp": time.Now().Add(-time.Hour).Unix()})
 	if err := oauthClient(t, n.Addr(), expired).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("expired unsecured token: %v", err)
+	}
+
+	// KIP-368: the session ends with the token, before connections.max.reauth.ms.
+	c := dialSASL(t, n.Addr())
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "OAUTHBEARER"
+	if r, err := c.do(hs); err != nil || r.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+		t.Fatalf("handshake: %v %+v", err, r)
+	}
+	soon := unsecuredToken(t, jwt.MapClaims{"sub": "dev", "exp": time.Now().Add(5 * time.Second).Unix()})
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.Version, au.SASLAuthBytes = 1, []byte("n,,\x01auth=Bearer "+soon+"\x01\x01")
+	r, err := c.do(au)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar := r.(*kmsg.SASLAuthenticateResponse); ar.ErrorCode != 0 || ar.SessionLifetimeMillis <= 0 || ar.SessionLifetimeMillis > 5000 {
+		t.Fatalf("authenticate: %+v, want a session lifetime of at most the token's 5 s", ar)
 	}
 }
