@@ -28,10 +28,10 @@ func TestSASLSettingsRefusedAtStart(t *testing.T) {
 			"sasl.oauthbearer.jwks.endpoint.url": "file:///nonexistent/jwks.json"}, "nonexistent"},
 		{"inter-broker mechanism not enabled", map[string]string{"sasl.enabled.mechanisms": "PLAIN",
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-			"sasl.mechanism.inter.broker.protocol":                 "SCRAM-SHA-512"}, "not enabled"},
+			"sasl.mechanism.inter.broker.protocol":                "SCRAM-SHA-512"}, "not enabled"},
 		{"inter-broker SCRAM without a login", map[string]string{"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-			"sasl.mechanism.inter.broker.protocol":                 "SCRAM-SHA-512"}, "no JAAS config"},
+			"sasl.mechanism.inter.broker.protocol":                "SCRAM-SHA-512"}, "no JAAS config"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := config.Defaults()
