@@ -595,6 +595,10 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 		if s == "" || s[0] == '#' || s[0] == '!' {
 			continue
 		}
+		for continued(s) && sc.Scan() { // a trailing backslash continues the line, as in Java properties
+			line++
+			s = s[:len(s)-1] + strings.TrimSpace(sc.Text())
+		}
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
 			return ignored, fmt.Errorf("%s:%d: expected key=value", path, line)
