@@ -275,7 +275,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		MaxInflightPerConn: int(cfg.Int("max.inflight.requests.per.connection")),
 		IdleTimeout:        cfg.Duration("connections.max.idle.ms"),
 		Logger:             logger.With("component", "server"),
-		Listener:           l.Name, Protocol: l.Name,
+		Listener:           l.Name,
+		Protocol:           l.Name, // the listener's name is its security protocol until named listeners
 	})
 	go func() {
 		if err := n.kafka.Serve(); err != nil {
