@@ -339,7 +339,7 @@ func TestSASLWrongPasswordDelayGrows(t *testing.T) {
 // and keeps producing; a raw client that does not is cut off at its first
 // request after the session's lifetime, which SaslAuthenticate announced.
 func TestSASLReauthentication(t *testing.T) {
-	n := startSASL(t, "PLAIN,SCRAM-SHA-512", tc.With("connections.max.reauth.ms", "2000"))
+	n := startSASL(t, "PLAIN,SCRAM-SHA-512", tc.With("listener.name.sasl_plaintext.plain.connections.max.reauth.ms", "2000"))
 	ctx := ctxT(t, 30*time.Second)
 	if _, err := kadm.NewClient(adminPlainClient(t, n.Addr())).CreateTopic(ctx, 1, 1, nil, "reauth"); err != nil {
 		t.Fatal(err)

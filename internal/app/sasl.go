@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,8 +74,16 @@ func newAuthenticator(cfg *config.Config, listener string, image func() *metadat
 	if len(mechs) == 0 {
 		return nil, errors.New("sasl.enabled.mechanisms is empty: enable PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
-	a := &auth.Authenticator{Enabled: mechs, Scram: scramImage(image), Secret: make([]byte, 32)}
+	a := &auth.Authenticator{Enabled: mechs, Scram: scramImage(image), Secret: make([]byte, 32), Reauth: map[string]time.Duration{}}
 	rand.Read(a.Secret)
+	for _, m := range mechs {
+		v := cfg.ListenerGet(listener, strings.ToLower(m), "connections.max.reauth.ms")
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return nil, fmt.Errorf("connections.max.reauth.ms for %s: %q is not a number of milliseconds", m, v)
+		}
+		a.Reauth[m] = time.Duration(ms) * time.Millisecond
+	}
 	if jaas := cfg.ListenerGet(listener, "plain", "sasl.jaas.config"); jaas != "" && a.Enables(auth.MechPlain) {
 		if a.Plain, err = auth.PlainUsers(jaas); err != nil {
 			return nil, fmt.Errorf("listener.name.%s.plain.sasl.jaas.config: %w", strings.ToLower(listener), err)

@@ -86,6 +86,10 @@ type Authenticator struct {
 	Plain map[string]string
 	Scram ScramStore
 	OAuth *OAuthValidator
+	// Reauth is connections.max.reauth.ms by mechanism, as the listener
+	// reads it (listener.name.<l>.<mech>.connections.max.reauth.ms, ...):
+	// the KIP-368 session lifetime; 0 or absent: sessions do not end.
+	Reauth map[string]time.Duration
 	// Secret seeds the fake credentials an unknown SCRAM user is given,
 	// so a failed exchange looks the same whether the user exists or not.
 	Secret []byte

@@ -485,7 +485,7 @@ func lookupAny(name string) (Def, bool) {
 		return Def{}, false
 	}
 	d, found := LookupBroker(key)
-	if !found || (mech != "" && !strings.HasPrefix(key, "sasl.")) {
+	if !found || (mech != "" && !strings.HasPrefix(key, "sasl.") && key != "connections.max.reauth.ms") {
 		return Def{}, false
 	}
 	d.Name = name

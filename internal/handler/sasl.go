@@ -125,8 +125,14 @@ func (b *Broker) saslStep(c *server.Conn, st *saslConn, msg []byte) stepResult {
 	now := time.Now()
 	id := server.Identity{Principal: p, Mechanism: st.mech}
 	var lifetime time.Duration
-	if b.SASL.ReauthMax > 0 {
-		lifetime = b.SASL.ReauthMax
+	reauth := b.SASL.ReauthMax
+	if a := b.saslAuthenticator(c); a != nil {
+		if d, ok := a.Reauth[st.mech]; ok {
+			reauth = d
+		}
+	}
+	if reauth > 0 {
+		lifetime = reauth
 		if exp := s.Expires(); !exp.IsZero() && exp.Sub(now) < lifetime {
 			lifetime = max(exp.Sub(now), time.Millisecond)
 		}
