@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/berthmq/berth/internal/audit"
 	"github.com/berthmq/berth/internal/cluster"
@@ -77,8 +78,10 @@ type Node struct {
 	// the one other brokers use.
 	listeners   []*kafkaListener
 	interBroker *kafkaListener
-	httpTLS     *server.TLSStore // nil: plain HTTP
-	ctlTLS      *namedStore      // nil: plain TCP Raft
+	httpTLS     *server.TLSStore    // nil: plain HTTP
+	ctlTLS      *namedStore         // nil: plain TCP Raft
+	sasl        *handler.SASLConfig // SaslHandshake/SaslAuthenticate's listeners and counters
+	peerSASL    sasl.Mechanism      // how this node authenticates to SASL listeners (its own, its peers'); nil: none
 }
 
 // Run starts a node and blocks until ctx is done, then shuts down cleanly.
@@ -123,6 +126,24 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		}
 	}()
 	nodeID := int32(cfg.Int("node.id"))
+	kls, err := cfg.KafkaListeners()
+	if err != nil {
+		return nil, err
+	}
+	protos := map[string]string{}
+	for _, l := range kls {
+		protos[l.Name] = l.Protocol
+	}
+	if n.sasl, err = newSASL(cfg, protos, func() *metadata.Image { return n.image() }, logger); err != nil {
+		return nil, err
+	}
+	ib, err := cfg.InterBrokerListener()
+	if err != nil {
+		return nil, err
+	}
+	if n.peerSASL, err = interBrokerSASL(cfg, ib.Name, ib.Protocol, logger); err != nil {
+		return nil, err
+	}
 
 	mc := metadata.Config{
 		Dir:          filepath.Join(dir, metadata.DirName),
@@ -176,6 +197,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 			rate, _ := strconv.ParseInt(v, 10, 64)
 			return rate
 		},
+		PeerSASL: n.peerSASL,
 	})
 	// Subscribe before the first Apply: an image applied after that Apply
 	// and before a later Subscribe would notify nobody, and in a quiet
@@ -188,7 +210,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	}
 	n.replicas.Start(context.Background())
 	n.nodeID = nodeID
-	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID)), Dial: n.peerDialer()}
+	n.peers = &peer.Pool{ClientID: "berth-broker-" + strconv.Itoa(int(nodeID)), Dial: n.peerDialer(), SASL: n.peerSASL}
 	if err := n.startSupervisor(cfg); err != nil {
 		return nil, err
 	}
@@ -264,6 +286,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		Groups: n.groups, Shares: n.shares, Propose: n.propose, AwaitLoaded: n.loaders.AwaitLoaded, ShareStates: n.states, Txns: n.txns, Peers: n.peers, Shutdowns: n.sup, Elector: n.sup, Reassigner: n.sup,
 		Topics: n.topics, ProducerIDs: n.pids,
 		Authorizer: authz,
+		SASL:       n.sasl,
 	})
 	n.kh = h
 	if err := n.startAudit(cfg); err != nil {

@@ -141,7 +141,7 @@ func (n *Node) askControlledShutdown(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, errors.New("the active controller's broker is not registered")
 	}
-	c, err := peer.DialWith(ctx, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), "berth-broker-"+strconv.Itoa(int(n.nodeID)), n.peerDialer())
+	c, err := peer.DialSASL(ctx, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), "berth-broker-"+strconv.Itoa(int(n.nodeID)), n.peerDialer(), n.peerSASL)
 	if err != nil {
 		return 0, err
 	}

@@ -102,6 +102,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	n.registerQuotaMetrics(reg)
 
 	reg.MustRegister(&denialCollector{n: n})
+	reg.MustRegister(&saslCollector{n: n})
 }
 
 var (

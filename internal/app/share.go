@@ -33,7 +33,7 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 	pc.Backoff.Multiplier = cfg.Float(share.BrokerRetryBackoffMultiplier)
 	pc.Backoff.Max = cfg.Duration(share.BrokerRetryBackoffMaxMs)
 	pc.Backoff.Jitter = cfg.Float(share.BrokerRetryBackoffJitter)
-	n.dlq = dlq.New(dlq.Config{Broker: cfg, Image: n.ctrl.Image, Replicas: n.replicas, NodeID: n.nodeID, Logger: n.log,
+	n.dlq = dlq.New(dlq.Config{Broker: cfg, Image: n.ctrl.Image, Replicas: n.replicas, NodeID: n.nodeID, Logger: n.log, SASL: n.peerSASL,
 		Listener: func() net.Addr {
 			if n.interBroker == nil || n.interBroker.srv == nil {
 				return nil

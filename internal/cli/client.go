@@ -38,6 +38,9 @@ type clientFlags struct {
 	// commandConfig is Kafka's --command-config (client_security.go).
 	commandConfig string
 	security      []kgo.Opt
+
+	sasl     saslFlags // sasl_flags.go
+	saslOpts []kgo.Opt // from sasl, set by resolve
 }
 
 // addClientFlags registers the common client flags on cmd (persistent, so
@@ -50,6 +53,7 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	fs.BoolVar(&f.json, "json", false, "machine-readable JSON output")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster on each request")
 	fs.StringVar(&f.commandConfig, "command-config", "", "client properties file: security.protocol=SSL and PEM ssl.* files (Kafka's --command-config)")
+	addSASLFlags(fs, &f.sasl)
 	return f
 }
 
@@ -68,7 +72,10 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
 	}
 	var err error
-	f.security, err = securityOpts(f.commandConfig)
+	if f.security, err = securityOpts(f.commandConfig); err != nil {
+		return err
+	}
+	f.saslOpts, err = f.sasl.saslOpts(cmd)
 	return err
 }
 
@@ -90,7 +97,7 @@ func (f *clientFlags) baseOpts() []kgo.Opt {
 		kgo.ClientID(cmp.Or(f.clientID, "berth-cli")),
 		kgo.DialTimeout(min(f.timeout, 10*time.Second)),
 		kgo.RetryTimeout(f.timeout),
-	}, f.security...)
+	}, append(f.security, f.saslOpts...)...)
 }
 
 // connect builds a kgo client with the common options plus extra, and pings
@@ -258,6 +265,10 @@ func kerrHint(ke *kerr.Error) string {
 		return "the broker's policy refused the request"
 	case kerr.TopicDeletionDisabled:
 		return "the broker has delete.topic.enable=false"
+	case kerr.SaslAuthenticationFailed:
+		return "check --sasl-username and --sasl-password (or BERTH_SASL_USERNAME and BERTH_SASL_PASSWORD) and --sasl-mechanism"
+	case kerr.UnsupportedSaslMechanism:
+		return "the listener does not enable this --sasl-mechanism (sasl.enabled.mechanisms)"
 	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.GroupAuthorizationFailed,
 		kerr.TransactionalIDAuthorizationFailed:
 		return "the principal lacks an ACL for this operation"

@@ -487,7 +487,7 @@ func lookupAny(name string) (Def, bool) {
 		return Def{}, false
 	}
 	d, found := LookupBroker(key)
-	if !found || (mech != "" && !strings.HasPrefix(key, "sasl.")) {
+	if !found || (mech != "" && !strings.HasPrefix(key, "sasl.") && key != "connections.max.reauth.ms") {
 		return Def{}, false
 	}
 	d.Name = name
@@ -596,6 +596,10 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 		s := strings.TrimSpace(sc.Text())
 		if s == "" || s[0] == '#' || s[0] == '!' {
 			continue
+		}
+		for continued(s) && sc.Scan() { // a trailing backslash continues the line, as in Java properties
+			line++
+			s = s[:len(s)-1] + strings.TrimSpace(sc.Text())
 		}
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {

@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/config"
@@ -78,6 +79,8 @@ type Config struct {
 	// Dial, when set, opens the client's connections (TLS to an SSL
 	// inter-broker listener).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// SASL authenticates the writer's client to a SASL listener; nil: none.
+	SASL sasl.Mechanism
 }
 
 // Writer writes to dead-letter topics; mu guards cl and closed.
@@ -293,6 +296,7 @@ func (w *Writer) client() (*kgo.Client, error) {
 		// A topic just created (auto-creation) or moved is looked up
 		// again soon rather than after kgo's default 5 s.
 		kgo.MetadataMinAge(250*time.Millisecond),
+		saslOpt(w.cfg.SASL),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter writer: %w", err)
@@ -328,4 +332,12 @@ func loopback(a net.Addr) string {
 		ip = net.IPv6loopback
 	}
 	return net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
+}
+
+// saslOpt authenticates with m, when set.
+func saslOpt(m sasl.Mechanism) kgo.Opt {
+	if m == nil {
+		return kgo.WithHooks() // no-op
+	}
+	return kgo.SASL(m)
 }

@@ -185,6 +185,9 @@ type Config struct {
 	// counts per principal; nil: made from the broker settings.
 	Quotas        *auth.Quotas
 	ClientMetrics *auth.ClientMetrics
+	// SASL serves SaslHandshake and SaslAuthenticate (sasl.go); nil: no
+	// SASL listener.
+	SASL *SASLConfig
 }
 
 // Broker implements server.Handler.
@@ -233,6 +236,9 @@ func New(cfg Config) *Broker {
 		b.Auditor = auth.NopAuditor{}
 	}
 	b.quotaDefaults()
+	if b.SASL == nil {
+		b.SASL = &SASLConfig{}
+	}
 	return b
 }
 
@@ -252,6 +258,9 @@ func (b *Broker) Handle(ctx context.Context, req *server.Request) (server.Reply,
 		if err := (*f)(ctx, req.Key); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.saslGate(req); err != nil {
+		return nil, err
 	}
 	b.applyTestPrincipal(req)
 	r, err := b.withQuotas(ctx, req, a.fn) // quota.go

@@ -130,6 +130,8 @@ func (b *builder) apply(r *Record, res *Result) error {
 		return b.setGroupConfigs(r.SetGroupConfigs)
 	case r.SetClientQuotas != nil:
 		return b.setClientQuotas(r.SetClientQuotas)
+	case r.UserScramCredential != nil:
+		return b.userScramCredential(r.UserScramCredential)
 	case r.ProducerIDBlock != nil:
 		n := r.ProducerIDBlock.Count
 		if n < 1 || n > MaxProducerIDBlock {

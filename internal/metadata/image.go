@@ -33,6 +33,8 @@ type Image struct {
 	Controllers map[int32]string
 	// ACLs are the ACL bindings (acl.go); nil: none.
 	ACLs *ACLs
+	// ScramUsers are the SCRAM credentials by user and mechanism (scram.go).
+	ScramUsers map[string]map[string]ScramCredential
 }
 
 // Broker is a registered broker.

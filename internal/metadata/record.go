@@ -23,6 +23,8 @@ type Record struct {
 	SetClientQuotas  *SetClientQuotas  `json:"setClientQuotas,omitempty"`
 	CreateACLs       *CreateACLs       `json:"createAcls,omitempty"`
 	DeleteACLs       *DeleteACLs       `json:"deleteAcls,omitempty"`
+
+	UserScramCredential *UserScramCredential `json:"userScramCredential,omitempty"` // scram.go
 }
 
 // RegisterBroker adds a broker or replaces its registration (host, port,
@@ -175,6 +177,7 @@ func (r *Record) kind() (string, error) {
 	set(r.SetClientQuotas != nil, "setClientQuotas")
 	set(r.CreateACLs != nil, "createAcls")
 	set(r.DeleteACLs != nil, "deleteAcls")
+	set(r.UserScramCredential != nil, "userScramCredential")
 	if n != 1 {
 		return "", fmt.Errorf("%w: %d union members set, want 1", ErrInvalidRecord, n)
 	}

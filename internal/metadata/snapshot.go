@@ -80,7 +80,8 @@ type imageJSON struct {
 	Controllers    []controllerJSON  `json:"controllers,omitempty"`
 	ClientQuotas   []clientQuotaJSON `json:"clientQuotas,omitempty"`
 
-	ACLs []ACL `json:"acls,omitempty"`
+	ACLs       []ACL       `json:"acls,omitempty"`
+	ScramUsers []scramJSON `json:"scramUsers,omitempty"`
 }
 
 type groupConfigJSON struct {
@@ -157,6 +158,7 @@ func EncodeImage(im *Image) []byte {
 	}
 
 	j.ACLs = im.ACLs.All()
+	j.ScramUsers = encodeScram(im)
 	b, err := json.Marshal(j)
 	if err != nil {
 		panic("metadata: encoding image: " + err.Error()) // only plain types: cannot fail
@@ -185,6 +187,9 @@ func DecodeImage(b []byte) (*Image, error) {
 		im.GroupConfigs[g.Group] = maps.Clone(g.Configs)
 	}
 	if err := decodeClientQuotas(im, j.ClientQuotas); err != nil {
+		return nil, err
+	}
+	if err := decodeScram(j.ScramUsers, im); err != nil {
 		return nil, err
 	}
 	for _, b := range j.Brokers {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Conn is a connection to another broker's Kafka listener. It is not safe
@@ -26,6 +27,9 @@ type Conn struct {
 	fmt  *kmsg.RequestFormatter
 	corr int32
 	buf  []byte
+
+	mech   sasl.Mechanism // DialSASL's; nil: no SASL
+	expiry time.Time      // when the SASL session needs renewing; zero: never
 }
 
 // maxResponse bounds a response from another broker.
@@ -66,6 +70,15 @@ func (c *Conn) Close() { c.conn.Close() }
 // waiting at most timeout (or until ctx ends). The connection is unusable
 // after an error; close it.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	if c.mech != nil && !c.expiry.IsZero() && time.Now().After(c.expiry) {
+		if err := c.authenticate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.request(ctx, req, timeout)
+}
+
+func (c *Conn) request(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Pool keeps a few idle connections per address for request/response
@@ -18,6 +19,8 @@ type Pool struct {
 	ClientID string
 	// Dial opens new connections (nil: plain TCP).
 	Dial Dialer
+	// SASL authenticates the pool's connections (DialSASL); nil: none.
+	SASL sasl.Mechanism
 
 	mu   sync.Mutex
 	idle map[string][]*Conn // by address
@@ -75,7 +78,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*Conn, error) {
 	p.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	return DialWith(dctx, addr, p.ClientID, p.Dial)
+	return DialSASL(dctx, addr, p.ClientID, p.Dial, p.SASL)
 }
 
 func (p *Pool) put(conn *Conn) {

@@ -233,7 +233,7 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		if conn == nil {
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			c, err := peer.DialWith(dctx, f.address(), "berth-replica-"+strconv.Itoa(int(f.m.cfg.NodeID)), f.m.cfg.Dial)
+			c, err := peer.DialSASL(dctx, f.address(), "berth-replica-"+strconv.Itoa(int(f.m.cfg.NodeID)), f.m.cfg.Dial, f.m.cfg.PeerSASL)
 			cancel()
 			if err != nil {
 				fail(err)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sasl"
+
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/peer"
@@ -60,6 +62,10 @@ type ManagerConfig struct {
 	// ThrottleRate returns follower.replication.throttled.rate (bytes per
 	// second) for replicas a reassignment is adding; nil or <= 0: none.
 	ThrottleRate func() int64
+
+	// PeerSASL authenticates the followers' fetch connections to a SASL
+	// listener (peer.DialSASL); nil: none.
+	PeerSASL sasl.Mechanism
 }
 
 // Manager owns this node's partition replicas, the group-commit syncer and

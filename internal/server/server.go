@@ -241,7 +241,22 @@ type Conn struct {
 	// batch is under a TLS connection (nil on plain TCP): large responses
 	// leave in few writes.
 	batch *batchConn
+
+	// SASL is the handler's SASL exchange state; read loop only.
+	SASL any
+	// raw serves frames that are not Kafka requests (SetRaw); read loop only.
+	raw RawHandler
 }
+
+// RawHandler serves one frame that is not a Kafka request: a SASL token
+// after SaslHandshake v0, which Kafka's oldest clients send unwrapped. It
+// returns the token to answer (sent size-prefixed, no header); an error
+// closes the connection.
+type RawHandler func(frame []byte) ([]byte, error)
+
+// SetRaw makes the connection's next frames raw tokens served by h until
+// SetRaw(nil). Called from Handle (the read loop).
+func (c *Conn) SetRaw(h RawHandler) { c.raw = h }
 
 type pending struct {
 	key, version int16
@@ -249,6 +264,7 @@ type pending struct {
 	flexible     bool
 	reply        Reply
 	release      int64
+	raw          []byte // a raw token to write (SetRaw), when reply is nil
 }
 
 func (s *Server) newConn(nc net.Conn) *Conn {
@@ -347,7 +363,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > s.cfg.MaxRequestBytes {
+		if (size < 8 && (c.raw == nil || size < 0)) || size > s.cfg.MaxRequestBytes {
 			s.Metrics.BadFrames.Add(1)
 			s.log.Warn("closing connection: request frame size out of bounds (socket.request.max.bytes)",
 				"remote", c.Remote, "size", size, "max", s.cfg.MaxRequestBytes)
@@ -362,7 +378,13 @@ func (c *Conn) readLoop() {
 			return
 		}
 		_ = c.nc.SetReadDeadline(time.Time{})
-		p, ok := c.serveOne(body)
+		var p pending
+		var ok bool
+		if c.raw != nil {
+			p, ok = c.serveRaw(body)
+		} else {
+			p, ok = c.serveOne(body)
+		}
 		s.mem.release(int64(size))
 		if !ok {
 			return
@@ -453,6 +475,19 @@ func (c *Conn) serveOne(body []byte) (pending, bool) {
 	return p, true
 }
 
+// serveRaw answers one raw token (SetRaw). ok=false closes the connection.
+func (c *Conn) serveRaw(body []byte) (pending, bool) {
+	out, err := c.raw(body)
+	if err != nil {
+		c.s.log.Warn("closing connection", "remote", c.Remote, "err", err)
+		return pending{}, false
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return pending{key: -2, raw: out}, true
+}
+
 func (c *Conn) bad(p pending, why string) (pending, bool) {
 	c.s.Metrics.BadFrames.Add(1)
 	c.s.log.Warn("closing connection: malformed request", "remote", c.Remote,
@@ -512,6 +547,14 @@ func (c *Conn) writeLoop() {
 	broken := false
 	for p := range c.out {
 		if broken {
+			continue
+		}
+		if p.raw != nil {
+			buf := binary.BigEndian.AppendUint32(nil, uint32(len(p.raw)))
+			if _, err := bw.Write(append(buf, p.raw...)); err != nil || (len(c.out) == 0 && bw.Flush() != nil) {
+				broken = true
+				c.close()
+			}
 			continue
 		}
 		resp := p.reply()
