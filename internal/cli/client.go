@@ -72,9 +72,11 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
 	}
 	var err error
-	if f.security, err = securityOpts(f.commandConfig); err != nil {
+	var fromFile saslFlags
+	if f.security, fromFile, err = securityOpts(f.commandConfig); err != nil {
 		return err
 	}
+	f.sasl.fillFrom(cmd, fromFile)
 	f.saslOpts, err = f.sasl.saslOpts(cmd)
 	return err
 }

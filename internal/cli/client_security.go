@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,11 +13,16 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/internal/auth"
 )
 
 // The --command-config file of Kafka's shell tools: client properties
-// that say how to connect. Served: security.protocol PLAINTEXT or SSL,
-// PEM trust and key stores (ssl.truststore.location, ssl.keystore.location,
+// that say how to connect. Served: security.protocol PLAINTEXT, SSL,
+// SASL_PLAINTEXT or SASL_SSL; sasl.mechanism with sasl.jaas.config's
+// username and password (or librdkafka's sasl.username and
+// sasl.password), which --sasl-* flags and BERTH_SASL_* override; PEM
+// trust and key stores (ssl.truststore.location, ssl.keystore.location,
 // ssl.key.password, or librdkafka's ssl.ca.location,
 // ssl.certificate.location and ssl.key.location), and
 // ssl.endpoint.identification.algorithm.
@@ -44,22 +50,56 @@ func readClientProperties(path string) (map[string]string, error) {
 	return props, sc.Err()
 }
 
-// securityOpts turns the --command-config file into kgo options.
-func securityOpts(path string) ([]kgo.Opt, error) {
+// securityOpts turns the --command-config file into kgo options for TLS
+// and the SASL settings it holds (zero without SASL_*).
+func securityOpts(path string) ([]kgo.Opt, saslFlags, error) {
 	if path == "" {
-		return nil, nil
+		return nil, saslFlags{}, nil
 	}
 	p, err := readClientProperties(path)
 	if err != nil {
-		return nil, err
+		return nil, saslFlags{}, err
 	}
-	switch proto := strings.ToUpper(p["security.protocol"]); proto {
-	case "", "PLAINTEXT":
-		return nil, nil
-	case "SSL":
+	proto := strings.ToUpper(p["security.protocol"])
+	var sf saslFlags
+	if strings.HasPrefix(proto, "SASL_") {
+		if sf, err = fileSASL(p); err != nil {
+			return nil, saslFlags{}, err
+		}
+	}
+	switch proto {
+	case "", "PLAINTEXT", "SASL_PLAINTEXT":
+		return nil, sf, nil
+	case "SSL", "SASL_SSL":
 	default:
-		return nil, fmt.Errorf("--command-config: security.protocol=%s is not supported by the berth commands; use SSL or PLAINTEXT", proto)
+		return nil, saslFlags{}, fmt.Errorf("--command-config: security.protocol=%s: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
 	}
+	opts, err := tlsOpts(p)
+	return opts, sf, err
+}
+
+// fileSASL reads the SASL settings of a client properties file:
+// sasl.mechanism (Kafka's default, GSSAPI, is not served: PLAIN is
+// assumed when unset) and the username and password of sasl.jaas.config
+// or librdkafka's sasl.username and sasl.password.
+func fileSASL(p map[string]string) (saslFlags, error) {
+	sf := saslFlags{mechanism: cmp.Or(p["sasl.mechanism"], "PLAIN"), username: p["sasl.username"], password: p["sasl.password"]}
+	if j := p["sasl.jaas.config"]; j != "" {
+		es, err := auth.ParseJAAS(j)
+		if err != nil {
+			return sf, fmt.Errorf("--command-config: sasl.jaas.config: %w", err)
+		}
+		if len(es) != 1 {
+			return sf, fmt.Errorf("--command-config: sasl.jaas.config holds %d login modules, want 1", len(es))
+		}
+		sf.username = cmp.Or(es[0].Options["username"], sf.username)
+		sf.password = cmp.Or(es[0].Options["password"], sf.password)
+	}
+	return sf, nil
+}
+
+// tlsOpts is the TLS dialer of an SSL or SASL_SSL properties file.
+func tlsOpts(p map[string]string) ([]kgo.Opt, error) {
 	for _, k := range []string{"ssl.truststore.type", "ssl.keystore.type"} {
 		if t := p[k]; t != "" && !strings.EqualFold(t, "PEM") {
 			return nil, fmt.Errorf("--command-config: %s=%s: only PEM files are read", k, t)

@@ -30,6 +30,20 @@ func addSASLFlags(fs *pflag.FlagSet, f *saslFlags) {
 	fs.StringVar(&f.password, "sasl-password", "", "SASL password, or the token for OAUTHBEARER (env BERTH_SASL_PASSWORD, preferred)")
 }
 
+// fillFrom takes the --command-config file's SASL settings for the
+// flags not given on the command line (nor by their variables).
+func (f *saslFlags) fillFrom(cmd *cobra.Command, file saslFlags) {
+	take := func(flag, env string, v *string, fv string) {
+		if fl := cmd.Flags().Lookup(flag); fl != nil && fl.Changed || os.Getenv(env) != "" || fv == "" {
+			return
+		}
+		*v = fv
+	}
+	take("sasl-mechanism", "BERTH_SASL_MECHANISM", &f.mechanism, file.mechanism)
+	take("sasl-username", "BERTH_SASL_USERNAME", &f.username, file.username)
+	take("sasl-password", "BERTH_SASL_PASSWORD", &f.password, file.password)
+}
+
 // saslOpts returns the kgo option authenticating with the flags (or their
 // environment variables); none when no mechanism is set.
 func (f *saslFlags) saslOpts(cmd *cobra.Command) ([]kgo.Opt, error) {

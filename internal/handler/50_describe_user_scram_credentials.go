@@ -34,6 +34,11 @@ func scramMechanismCode(name string) int8 {
 func (b *Broker) describeUserScramCredentials(_ context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !b.authorizedCluster(req, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("DESCRIBE on the cluster is needed to describe SCRAM users")
+		return now(resp), nil
+	}
 	im := b.image()
 	describe := func(user string) kmsg.DescribeUserSCRAMCredentialsResponseResult {
 		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()

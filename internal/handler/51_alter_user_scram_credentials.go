@@ -29,6 +29,27 @@ func init() { register(51, 0, 0, (*Broker).alterUserScramCredentials) }
 func (b *Broker) alterUserScramCredentials(ctx context.Context, req *server.Request) (server.Reply, error) {
 	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !b.authorizedCluster(req, kmsg.ACLOperationAlter) {
+		// Kafka answers every user of the request with the refusal.
+		seen := map[string]bool{}
+		refuse := func(user string) {
+			if seen[user] {
+				return
+			}
+			seen[user] = true
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = user, kerr.ClusterAuthorizationFailed.Code
+			res.ErrorMessage = kmsg.StringPtr("ALTER on the cluster is needed to change SCRAM users")
+			resp.Results = append(resp.Results, res)
+		}
+		for _, d := range r.Deletions {
+			refuse(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			refuse(u.Name)
+		}
+		return now(resp), nil
+	}
 	im := b.image()
 	var users []string               // in request order
 	errs := map[string]*codedError{} // the first error per user

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -124,17 +123,11 @@ func (b *Broker) denied(req *server.Request, op kmsg.ACLOperation, typ kmsg.ACLR
 }
 
 func (b *Broker) audit(req *server.Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string, allowed bool, why string) {
-	var listener string
-	if req.Conn != nil {
-		listener = req.Conn.Listener
+	e := auth.Event{Kind: "authorization", Operation: op.String(), ResourceType: typ.String(), ResourceName: name, Allowed: allowed, Error: why}
+	if be, ok := berthAPIs[req.Key]; ok {
+		e.Method = be.name
 	}
-	method := kmsg.NameForKey(req.Key)
-	if e, ok := berthAPIs[req.Key]; ok {
-		method = e.name
-	}
-	b.Auditor.Audit(auth.Event{Time: time.Now(), Principal: req.Conn.Principal(), Host: req.Conn.Host(),
-		Listener: listener, Kind: "authorization", Method: method, Operation: op.String(),
-		ResourceType: typ.String(), ResourceName: name, Allowed: allowed, Error: why})
+	b.auditRequest(req, e) // audit.go: time, principal, address, listener, client id
 }
 
 // authErrorFor is the Kafka error of a denial on a resource type.
