@@ -261,7 +261,6 @@ func TestSeedSharedClusterTenants(t *testing.T) {
 		}
 	}
 
-
 	// The audit trail finds the refused attempt.
 	props := filepath.Join(t.TempDir(), "admin.properties")
 	if err := os.WriteFile(props, []byte("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"+
