@@ -591,6 +591,7 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	line := 0
+	coarse := map[string]int64{}
 	for sc.Scan() {
 		line++
 		s := strings.TrimSpace(sc.Text())
@@ -609,6 +610,14 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 		if a, ok := aliases[k]; ok {
 			k = a
 		}
+		if _, ok := coarseUnits[k]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return ignored, fmt.Errorf("%s:%d: %s: %q is not an integer", path, line, k, v)
+			}
+			coarse[k] = n
+			continue
+		}
 		if _, known := lookupAny(k); !known {
 			ignored = append(ignored, k)
 			continue
@@ -617,7 +626,48 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 			return ignored, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
-	return ignored, sc.Err()
+	if err := sc.Err(); err != nil {
+		return ignored, err
+	}
+	return ignored, c.applyCoarse(path, coarse)
+}
+
+// coarseUnits are Kafka's settings in hours or minutes that stand for a
+// millisecond setting, which wins when both are given (Kafka's
+// precedence: log.retention.ms, then .minutes, then .hours).
+var coarseUnits = map[string]struct {
+	ms   string
+	unit int64
+	rank int // lower wins
+}{
+	"log.retention.minutes": {"log.retention.ms", 60_000, 1},
+	"log.retention.hours":   {"log.retention.ms", 3_600_000, 2},
+	"log.roll.hours":        {"log.roll.ms", 3_600_000, 2},
+}
+
+// applyCoarse sets the millisecond settings that a file gave only in
+// minutes or hours.
+func (c *Config) applyCoarse(path string, coarse map[string]int64) error {
+	best := map[string]string{} // ms setting -> the coarse key that sets it
+	for k := range coarse {
+		u := coarseUnits[k]
+		if c.sources[u.ms] == SourceFile {
+			continue // the file gave the millisecond form: it wins
+		}
+		if b, ok := best[u.ms]; !ok || u.rank < coarseUnits[b].rank {
+			best[u.ms] = k
+		}
+	}
+	for ms, k := range best {
+		v := coarse[k]
+		if v > 0 {
+			v *= coarseUnits[k].unit
+		}
+		if err := c.Set(ms, strconv.FormatInt(v, 10), SourceFile); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, k, err)
+		}
+	}
+	return nil
 }
 
 // EnvName is the environment variable for a setting: BERTH_LOG_DIRS.

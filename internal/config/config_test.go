@@ -112,3 +112,33 @@ func TestDurableDefaults(t *testing.T) {
 		t.Errorf("static default.replication.factor: %s %d", v, src)
 	}
 }
+
+// Kafka's retention and roll settings in hours or minutes become the
+// millisecond settings, the most precise form given winning.
+func TestLoadFileCoarseUnits(t *testing.T) {
+	for _, tc := range []struct {
+		file         string
+		retain, roll string
+	}{
+		{"log.retention.hours=24\n", "86400000", "604800000"},
+		{"log.retention.hours=24\nlog.retention.minutes=90\n", "5400000", "604800000"},
+		{"log.retention.ms=1000\nlog.retention.hours=24\n", "1000", "604800000"},
+		{"log.retention.hours=-1\nlog.roll.hours=2\n", "-1", "7200000"},
+	} {
+		path := filepath.Join(t.TempDir(), "server.properties")
+		if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := Defaults()
+		ignored, err := c.LoadFile(path)
+		if err != nil || len(ignored) != 0 {
+			t.Fatalf("%q: %v, ignored %v", tc.file, err, ignored)
+		}
+		if got := c.Get("log.retention.ms"); got != tc.retain {
+			t.Errorf("%q: log.retention.ms %s, want %s", tc.file, got, tc.retain)
+		}
+		if got := c.Get("log.roll.ms"); got != tc.roll {
+			t.Errorf("%q: log.roll.ms %s, want %s", tc.file, got, tc.roll)
+		}
+	}
+}

@@ -225,6 +225,16 @@ func StartProcess(t testing.TB, dir string, args ...string) *Process {
 	return p
 }
 
+// StartProcessLogged is StartProcess with the process's stderr (its log
+// and the start-up warnings of berth serve) also written to logFile.
+func StartProcessLogged(t testing.TB, dir, logFile string, args ...string) *Process {
+	t.Helper()
+	p := newProcess(t, dir, args...)
+	p.LogFile = logFile
+	p.start()
+	return p
+}
+
 // newProcess makes a Process that is not started yet; it is killed at
 // test cleanup.
 func newProcess(t testing.TB, dir string, args ...string) *Process {
