@@ -75,6 +75,7 @@ func (b *Broker) fetchDenied(req *server.Request, r *kmsg.FetchRequest) (*kmsg.F
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset, sp.PreferredReadReplica = -1, -1, -1, -1
+			sp.RecordBatches = []byte{} // librdkafka rejects a null record set, errors included
 			st.Partitions = append(st.Partitions, sp)
 		}
 		denied = append(denied, st)
@@ -157,6 +158,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, bufs *[][]byte) (*kmsg.FetchRes
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
+			sp.RecordBatches = []byte{} // librdkafka rejects a null record set, errors included
 			if terr != nil {
 				sp.ErrorCode = code(terr)
 				hadErr = true
