@@ -343,7 +343,7 @@ func (c *Conn) readLoop() {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if err := c.handshake(tc); err != nil {
 			s.Metrics.TLSHandshakeFailures.Add(1)
-			s.log.Warn("closing connection: TLS handshake failed", "remote", c.Remote, "listener", c.Listener, "err", err)
+			s.log.Warn("closing connection: TLS handshake failed", "remote", c.Remote, "err", err) // the logger names the listener
 			return
 		}
 	}

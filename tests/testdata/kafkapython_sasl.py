@@ -1,7 +1,8 @@
 """Produce and consume through kafka-python over SASL_PLAINTEXT (its
-SaslHandshake v0 with unwrapped tokens).
+SaslHandshake v0 with unwrapped tokens), or SASL_SSL when a CA file is
+given.
 
-usage: kafkapython_sasl.py BOOTSTRAP TOPIC COUNT MECHANISM USER PASSWORD
+usage: kafkapython_sasl.py BOOTSTRAP TOPIC COUNT MECHANISM USER PASSWORD [CAFILE]
 """
 import sys
 from kafka import KafkaProducer, KafkaConsumer, TopicPartition
@@ -9,6 +10,8 @@ from kafka import KafkaProducer, KafkaConsumer, TopicPartition
 bootstrap, topic, count, mech, user, password = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 auth = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism=mech,
             sasl_plain_username=user, sasl_plain_password=password)
+if len(sys.argv) > 7:
+    auth.update(security_protocol="SASL_SSL", ssl_cafile=sys.argv[7], ssl_check_hostname=False)
 p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", **auth)
 futs = [p.send(topic, key=b"k", value=("v%d" % i).encode(), partition=0) for i in range(count)]
 for f in futs:
