@@ -30,7 +30,7 @@ type testCA struct {
 	pem  []byte
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
@@ -47,7 +47,7 @@ func newTestCA(t *testing.T) *testCA {
 }
 
 // issue returns a certificate chain PEM and a PKCS#8 key PEM.
-func (ca *testCA) issue(t *testing.T, subject pkix.Name) (certPEM, keyPEM []byte) {
+func (ca *testCA) issue(t testing.TB, subject pkix.Name) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: subject,
