@@ -104,6 +104,21 @@ func TestSeedSharedClusterTenants(t *testing.T) {
 		seeds = append(seeds, p.Addr())
 	}
 	tlsCfg := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+
+	// The controller port takes only the nodes: a certificate from the
+	// same CA whose principal is not a super user is refused there.
+	app := ca.Issue(t, pkix.Name{CommonName: "app", OrganizationalUnit: []string{"Services"}}, 201)
+	appPair, err := tls.X509KeyPair(app.CertPEM, app.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[1]), &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{appPair}}); err == nil {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a client certificate of the cluster's CA was served by the controller listener")
+		}
+		conn.Close()
+	}
 	as := func(m kgo.Opt, opts ...kgo.Opt) *kgo.Client {
 		return tc.Client(t, seeds[0], append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(tlsCfg), m, kgo.RetryTimeout(10 * time.Second)}, opts...)...)
 	}
@@ -163,7 +178,7 @@ func TestSeedSharedClusterTenants(t *testing.T) {
 
 	// svc-meridian-pos may not write to orders, whatever its records say.
 	pos := as(scramAs("svc-meridian-pos"), kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(2))
-	err := pos.ProduceSync(ctx, &kgo.Record{Key: []byte("order-1"), Value: []byte(`{"tenant":"harbor-retail"}`),
+	err = pos.ProduceSync(ctx, &kgo.Record{Key: []byte("order-1"), Value: []byte(`{"tenant":"harbor-retail"}`),
 		Headers: []kgo.RecordHeader{{Key: "tenant", Value: []byte("harbor-retail")}}}).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("svc-meridian-pos producing to orders: %v, want TOPIC_AUTHORIZATION_FAILED", err)

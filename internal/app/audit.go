@@ -62,7 +62,7 @@ func (n *Node) startAudit(cfg *config.Config) error {
 		return err
 	}
 	n.audit = w
-	n.kh.Auditor = w
+	n.kh.SetAuditor(w)
 	return nil
 }
 

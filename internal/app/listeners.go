@@ -130,6 +130,8 @@ func (n *Node) serveListeners(cfg *config.Config, h *handler.Broker) error {
 			Listener:           l.conf.Name,
 			Protocol:           l.conf.Protocol,
 			Accept:             h.AcceptConnection,
+
+			UnauthMaxRequestBytes: int32(cfg.Int("sasl.server.max.receive.size")),
 		}
 		if l.tls != nil {
 			sc.TLS = l.tls.ServerConfig()
@@ -318,6 +320,9 @@ func (n *Node) controllerTLS(cfg *config.Config) (*tls.Config, func(addr string)
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller listener %s: %w", ctl.Name, err)
 	}
+	if st.PeerCheck, err = controllerPeerCheck(cfg, ctl.Name); err != nil {
+		return nil, nil, err
+	}
 	verifyName := cfg.ListenerGet(ctl.Name, "", "ssl.endpoint.identification.algorithm") == "https"
 	client := func(addr string) *tls.Config {
 		host, _, _ := net.SplitHostPort(addr)
@@ -362,4 +367,35 @@ func (c *certExpiry) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(leaf.NotAfter.Unix()), name)
 		}
 	}
+}
+
+// controllerPeerCheck is what a node's certificate must prove on the
+// controller listener beyond its chain: with an authorizer on, that the
+// principal it maps to (the controller listener's
+// ssl.principal.mapping.rules) is one of super.users, so a client
+// certificate from the same CA does not make its holder a quorum member.
+// Without an authorizer, any certificate the truststore signed is a node,
+// as every principal may do everything then.
+func controllerPeerCheck(cfg *config.Config, listener string) (func(*x509.Certificate) error, error) {
+	if cfg.Get("authorizer.class.name") == "" {
+		return nil, nil
+	}
+	supers, err := auth.ParseSuperUsers(cfg.Get("super.users"))
+	if err != nil {
+		return nil, err
+	}
+	m, err := auth.ParsePrincipalMappingRules(cfg.ListenerGet(listener, "", "ssl.principal.mapping.rules"))
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: %w", listener, err)
+	}
+	return func(c *x509.Certificate) error {
+		p, err := m.Principal(c)
+		if err != nil {
+			return err
+		}
+		if !supers[p] {
+			return fmt.Errorf("the certificate's principal %s is not in super.users: with an authorizer on, only super users' certificates may join the metadata quorum", p)
+		}
+		return nil
+	}, nil
 }

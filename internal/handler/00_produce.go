@@ -71,6 +71,9 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 		if denied[ti] {
 			t, terr = nil, kerr.TopicAuthorizationFailed
 		}
+		if terr == nil {
+			terr = b.internalTopicRefused(req, t, "append to")
+		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			sp := &st.Partitions[i]

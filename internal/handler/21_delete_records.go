@@ -22,6 +22,9 @@ func (b *Broker) deleteRecords(_ context.Context, req *server.Request) (server.R
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t, terr := b.lookupTopicFor(req, im, opDelete, rt.Topic, [16]byte{}, false)
+		if terr == nil {
+			terr = b.internalTopicRefused(req, t, "delete records of")
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1

@@ -56,11 +56,11 @@ var auditKeys = map[int16]auditFunc{
 
 // auditReply wraps r so that its response is audited when it runs.
 func (b *Broker) auditReply(req *server.Request, r server.Reply) server.Reply {
-	f := auditKeys[req.Key]
-	if f == nil || r == nil {
+	if !b.auditOn || r == nil {
 		return r
 	}
-	if _, off := b.Auditor.(auth.NopAuditor); off {
+	f := auditKeys[req.Key]
+	if f == nil {
 		return r
 	}
 	return func() kmsg.Response {

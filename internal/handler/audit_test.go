@@ -22,7 +22,7 @@ func (r *auditRecorder) Audit(e auth.Event) { r.mu.Lock(); r.evs = append(r.evs,
 func runAudited(t *testing.T, key int16, req kmsg.Request, resp kmsg.Response, clientID string) []auth.Event {
 	t.Helper()
 	rec := &auditRecorder{}
-	b := &Broker{Config: Config{Auditor: rec}}
+	b := &Broker{Config: Config{Auditor: rec}, auditOn: true}
 	r := b.auditReply(&server.Request{Key: key, Body: req, ClientID: clientID}, now(resp))
 	if got := r(); got != resp {
 		t.Fatalf("the audited reply answered %v, want the handler's response", got)

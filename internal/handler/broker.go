@@ -199,6 +199,10 @@ type Broker struct {
 	testPrincipals atomic.Pointer[PrincipalHook] // SetTestPrincipals' hook; nil: none
 
 	denials [kmsg.ACLResourceTypeUser + 1]atomic.Int64 // by resource type (authorize.go)
+	// authzOn and auditOn say whether an authorizer and an audit trail
+	// are configured, fixed in New: the per-request paths skip their work
+	// when they are not.
+	authzOn, auditOn bool
 }
 
 // Intercept is a fault hook for tests (SetIntercept): it runs before a
@@ -235,11 +239,22 @@ func New(cfg Config) *Broker {
 	if b.Auditor == nil {
 		b.Auditor = auth.NopAuditor{}
 	}
+	b.authzOn = auth.Enabled(b.Authorizer)
+	_, noAudit := b.Auditor.(auth.NopAuditor)
+	b.auditOn = !noAudit
 	b.quotaDefaults()
 	if b.SASL == nil {
 		b.SASL = &SASLConfig{}
 	}
 	return b
+}
+
+// SetAuditor installs the audit trail's auditor (before the node serves
+// requests: the audit writer starts after the handler is made).
+func (b *Broker) SetAuditor(a auth.Auditor) {
+	b.Auditor = a
+	_, noAudit := a.(auth.NopAuditor)
+	b.auditOn = a != nil && !noAudit
 }
 
 // Supported implements server.Handler.

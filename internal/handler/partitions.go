@@ -6,11 +6,13 @@ package handler
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
+	"github.com/berthmq/berth/internal/server"
 )
 
 // lookupTopic finds a request's topic by name, or by id when byID.
@@ -63,3 +65,26 @@ func (b *Broker) sharePartition(im *metadata.Image, topicID [16]byte, part int32
 	p, err := b.partition(t, part)
 	return t, p, err
 }
+
+// internalTopicRefused is Kafka's refusal of a client's Produce (what
+// "append") or DeleteRecords ("delete records of") on an internal topic:
+// coordinators write those, and __berth_audit is the audit trail. Brokers
+// may append (the audit writer's Produce to another node's partition):
+// with an authorizer, principals with CLUSTER_ACTION; without one, the
+// broker-to-broker client id (Kafka's own check is by client id too).
+func (b *Broker) internalTopicRefused(req *server.Request, t *metadata.Topic, what string) error {
+	if t == nil || !t.Internal {
+		return nil
+	}
+	if what == "append to" {
+		if b.authzOn && b.mayQuietly(req, opClusterAction, rCluster, clusterName) ||
+			!b.authzOn && strings.HasPrefix(req.ClientID, peerClientIDPrefix) {
+			return nil
+		}
+	}
+	return &codedError{kerr.InvalidTopicException, fmt.Sprintf("cannot %s internal topic %s", what, t.Name)}
+}
+
+// peerClientIDPrefix starts the client id of every broker-to-broker
+// connection (app: berth-broker-<node id>).
+const peerClientIDPrefix = "berth-broker-"

@@ -117,9 +117,12 @@ func (b *Broker) saslStep(c *server.Conn, st *saslConn, msg []byte) stepResult {
 	}
 	st.session = nil
 	p := s.Principal()
-	if old := c.Identity(); old != nil && old.Mechanism != "" && old.Principal != p {
+	if old := c.Identity(); old != nil && old.Mechanism != "" && (old.Principal != p || old.Mechanism != st.mech) {
+		// KIP-368: a re-authentication keeps the principal and the
+		// mechanism of the first.
 		st.failed = true
-		f := &auth.Failure{User: p.Name, Reason: fmt.Sprintf("re-authentication as %s on a connection of %s: the principal may not change", p, old.Principal)}
+		f := &auth.Failure{User: p.Name, Reason: fmt.Sprintf("re-authentication as %s with %s on a connection of %s with %s: the principal and mechanism may not change",
+			p, st.mech, old.Principal, old.Mechanism)}
 		return stepResult{fail: f, delay: b.saslFailed(c, st.mech, f)}
 	}
 	now := time.Now()

@@ -1,6 +1,8 @@
 package handler
 
 import (
+	"strings"
+
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/server"
 )
@@ -24,8 +26,8 @@ func (b *Broker) SetTestPrincipals(fn PrincipalHook) {
 // applyTestPrincipal runs the SetTestPrincipals hook for req.
 func (b *Broker) applyTestPrincipal(req *server.Request) {
 	f := b.testPrincipals.Load()
-	if f == nil || req.Conn == nil || req.Conn.Identity() != nil {
-		return
+	if f == nil || req.Conn == nil || req.Conn.Identity() != nil || strings.HasPrefix(req.Conn.Protocol, "SASL_") {
+		return // a SASL listener's connections authenticate
 	}
 	if p, ok := (*f)(req.ClientID); ok {
 		req.Conn.SetIdentity(server.Identity{Principal: p})

@@ -215,8 +215,16 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 	res.Records = v.Records
 	h := &v.Batches[0]
 	idem := h.ProducerID >= 0
-	if idem && len(v.Batches) != 1 {
-		return res, ErrMultipleBatches
+	if len(v.Batches) > 1 {
+		// An idempotent or transactional batch must come alone, wherever
+		// it stands: one behind a plain batch would skip the producer
+		// state's checks (and the transactional id's authorization, which
+		// looks at the first batch).
+		for i := range v.Batches {
+			if v.Batches[i].ProducerID >= 0 || v.Batches[i].Transactional() {
+				return res, ErrMultipleBatches
+			}
+		}
 	}
 	if h.Transactional() && !idem {
 		return res, fmt.Errorf("%w: a transactional batch needs a producer id", batch.ErrInvalidRecord)

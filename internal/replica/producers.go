@@ -13,7 +13,7 @@ import (
 var (
 	ErrOutOfOrderSequence = errors.New("replica: out of order sequence number") // OUT_OF_ORDER_SEQUENCE_NUMBER
 	ErrInvalidEpoch       = errors.New("replica: stale producer epoch")         // INVALID_PRODUCER_EPOCH
-	ErrMultipleBatches    = errors.New("replica: an idempotent produce must carry one batch per partition")
+	ErrMultipleBatches    = errors.New("replica: an idempotent or transactional batch must be alone in its partition's record set")
 	// ErrCoordinatorFenced refuses a transaction marker written by an
 	// older transaction coordinator than the producer's last marker
 	// (TRANSACTION_COORDINATOR_FENCED).

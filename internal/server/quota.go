@@ -36,7 +36,11 @@ func (c *Conn) MutedUntil() time.Time {
 // goroutine per request, and responses already queued are still written.
 func (c *Conn) waitMuted() bool {
 	for {
-		d := time.Until(time.Unix(0, c.muteUntil.Load()))
+		u := c.muteUntil.Load()
+		if u == 0 {
+			return true // never muted: no clock read per frame
+		}
+		d := time.Until(time.Unix(0, u))
 		if d <= 0 {
 			return true
 		}

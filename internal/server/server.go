@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,10 @@ type Config struct {
 	// broker-wide connection rate) or refuse to close it at once (the
 	// ip's connection_creation_rate quota).
 	Accept func(host string) (wait time.Duration, refuse bool)
+	// UnauthMaxRequestBytes bounds a frame on a SASL listener before the
+	// connection authenticated (sasl.server.max.receive.size); 0: no
+	// bound beyond MaxRequestBytes.
+	UnauthMaxRequestBytes int32
 
 	// TLS, when set, wraps every accepted connection in TLS (SSL and
 	// SASL_SSL listeners); the handshake runs on the connection's read
@@ -317,6 +322,12 @@ func (c *Conn) Identity() *Identity { return c.principal.Load() }
 // or from a client certificate).
 func (c *Conn) SetIdentity(id Identity) { c.principal.Store(&id) }
 
+// unauthenticated reports a connection on a SASL listener that has not
+// authenticated yet.
+func (c *Conn) unauthenticated() bool {
+	return strings.HasPrefix(c.Protocol, "SASL_") && c.principal.Load() == nil
+}
+
 // Host is the client's IP address without the port, as ACLs name hosts.
 func (c *Conn) Host() string {
 	if c == nil {
@@ -363,6 +374,12 @@ func (c *Conn) readLoop() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if lim := s.cfg.UnauthMaxRequestBytes; lim > 0 && size > lim && c.unauthenticated() {
+			s.Metrics.BadFrames.Add(1)
+			s.log.Warn("closing connection: request frame too large before SASL authentication (sasl.server.max.receive.size)",
+				"remote", c.Remote, "size", size, "max", lim)
+			return
+		}
 		if (size < 8 && (c.raw == nil || size < 0)) || size > s.cfg.MaxRequestBytes {
 			s.Metrics.BadFrames.Add(1)
 			s.log.Warn("closing connection: request frame size out of bounds (socket.request.max.bytes)",

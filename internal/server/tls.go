@@ -51,6 +51,11 @@ const handshakeTimeout = 10 * time.Second
 // Safe for concurrent use.
 type TLSStore struct {
 	s TLSSettings
+	// PeerCheck, when set before the store is used, is asked about the
+	// other side's leaf certificate after its chain verified, on both
+	// sides of a handshake (the controller listener's "does this node
+	// belong to the cluster"); an error fails the handshake.
+	PeerCheck func(*x509.Certificate) error
 
 	mu      sync.Mutex // guards what follows
 	cert    *tls.Certificate
@@ -246,6 +251,9 @@ func (st *TLSStore) ServerConfig() *tls.Config {
 		case "requested":
 			cc.ClientAuth = tls.VerifyClientCertIfGiven
 		}
+		if st.PeerCheck != nil {
+			cc.VerifyConnection = st.checkPeer(nil)
+		}
 		return cc, nil
 	}
 	return c
@@ -264,9 +272,10 @@ func (st *TLSStore) ClientConfig(serverName string, verifyName bool) *tls.Config
 	if cert != nil {
 		c.Certificates = []tls.Certificate{*cert}
 	}
+	var chain func(tls.ConnectionState) error
 	if !verifyName {
 		c.InsecureSkipVerify = true // the chain is checked below, the name is not
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
+		chain = func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
 				return errors.New("the peer sent no certificate")
 			}
@@ -277,8 +286,28 @@ func (st *TLSStore) ClientConfig(serverName string, verifyName bool) *tls.Config
 			_, err := cs.PeerCertificates[0].Verify(opts)
 			return err
 		}
+		c.VerifyConnection = chain
+	}
+	if st.PeerCheck != nil {
+		c.VerifyConnection = st.checkPeer(chain)
 	}
 	return c
+}
+
+// checkPeer runs first (the chain check, when the name is not), then
+// PeerCheck on the peer's leaf certificate.
+func (st *TLSStore) checkPeer(first func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if first != nil {
+			if err := first(cs); err != nil {
+				return err
+			}
+		}
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the peer sent no certificate")
+		}
+		return st.PeerCheck(cs.PeerCertificates[0])
+	}
 }
 
 // handshake runs the server side of a TLS handshake on an accepted
