@@ -24,10 +24,11 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/auth"
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 // Topic is the audit trail's topic.
-const Topic = "__berth_audit"
+const Topic = metadata.AuditTopic
 
 // CloudEvent is one audit record as stored: the CloudEvents 1.0 JSON
 // envelope (specversion, id, source, type, time, subject,

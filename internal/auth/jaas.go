@@ -53,7 +53,8 @@ func ParseJAAS(s string) ([]JAASEntry, error) {
 			}
 			if toks[i].kind != tokWord || i+2 >= len(toks) || toks[i+1].kind != tokEq ||
 				(toks[i+2].kind != tokWord && toks[i+2].kind != tokQuoted) {
-				return nil, fmt.Errorf("jaas config: login module %s: want option=value, got %q", e.Module, toks[i].text)
+				// The token is not echoed: it may be a password.
+				return nil, fmt.Errorf("jaas config: login module %s: option %d is not option=value (a quoted value needs its name and =)", e.Module, len(e.Options)+1)
 			}
 			e.Options[toks[i].text] = toks[i+2].text
 			i += 3

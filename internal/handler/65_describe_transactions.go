@@ -45,6 +45,9 @@ func (b *Broker) describeTransactions(_ context.Context, req *server.Request) (s
 		s.State, s.TimeoutMillis, s.StartTimestamp = d.State, d.TimeoutMs, d.StartMs
 		s.ProducerID, s.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 		for _, tp := range d.Partitions {
+			if b.authzOn && !b.mayQuietly(req, opDescribe, rTopic, tp.Topic) {
+				continue // Kafka leaves out the topics the caller may not describe
+			}
 			if n := len(s.Topics); n == 0 || s.Topics[n-1].Topic != tp.Topic {
 				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 				t.Topic = tp.Topic

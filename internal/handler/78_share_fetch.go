@@ -128,6 +128,20 @@ func (b *Broker) shareFetch(_ context.Context, req *server.Request) (server.Repl
 		slots[tp] = slot{ti, len(resp.Topics[ti].Partitions) - 1}
 		return &resp.Topics[ti].Partitions[len(resp.Topics[ti].Partitions)-1]
 	}
+	if b.authzOn {
+		// Every partition of the session, not only those this request
+		// names: READ may have been revoked since they joined it, or the
+		// session (keyed by group and member) be used by another principal.
+		kept := make([]sharepart.SessionPartition, 0, len(parts))
+		for _, tp := range parts {
+			if t := im.TopicByID(tp.TopicID); t != nil && !b.authorized(req, opRead, rTopic, t.Name) {
+				at(tp).ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
+			kept = append(kept, tp)
+		}
+		parts = kept
+	}
 	// Acknowledgements first.
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {

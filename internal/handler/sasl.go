@@ -166,7 +166,12 @@ func (b *Broker) saslFailed(c *server.Conn, mech string, f *auth.Failure) time.D
 	if b.SASL.Delay == nil {
 		return 0
 	}
-	return b.SASL.Delay.Fail(c.Host(), now)
+	d := b.SASL.Delay.Fail(c.Host(), now)
+	// The answer waits d, and so does the next request: one pipelined
+	// behind the failure would otherwise close the connection at once
+	// and let a guesser skip the delay.
+	c.Mute(d)
+	return d
 }
 
 // after answers resp once d has passed (or the connection closes).

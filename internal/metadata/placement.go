@@ -73,11 +73,14 @@ const (
 	// TxnStateTopic holds the transactional ids' state (the transaction
 	// coordinator, internal/txn).
 	TxnStateTopic = "__transaction_state"
+	// AuditTopic holds the audit trail (internal/audit), when it is on.
+	AuditTopic = "__berth_audit"
 )
 
-// IsInternalTopic reports the names the broker manages itself.
+// IsInternalTopic reports the names the broker manages itself: no client
+// may create them (nor take the audit trail's name before it is on).
 func IsInternalTopic(name string) bool {
-	return name == OffsetsTopic || name == TxnStateTopic || name == ShareStateTopic
+	return name == OffsetsTopic || name == TxnStateTopic || name == ShareStateTopic || name == AuditTopic
 }
 
 // Leadership is what im says of partition p of topic for node self: led
