@@ -217,6 +217,7 @@ func TestSeedSharedClusterTenants(t *testing.T) {
 		return as(scramAs("harbor-retail"), kgo.DefaultProduceTopic("orders"), kgo.ProducerLinger(time.Millisecond),
 			kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
+	paced(t, newA(), aRate, time.Second) // warm-up: connections, metadata, the first fsyncs
 	alone := paced(t, newA(), aRate, phase)
 	t.Logf("harbor-retail alone: %.0f records/s acked, p50 %v p99 %v", alone.rate, alone.p50, alone.p99)
 	for _, mode := range []string{"throttle", "reject"} {
