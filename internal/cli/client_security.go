@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berthmq/berth/internal/auth"
+	"github.com/berthmq/berth/internal/config"
 )
 
 // The --command-config file of Kafka's shell tools: client properties
@@ -27,27 +27,19 @@ import (
 // ssl.certificate.location and ssl.key.location), and
 // ssl.endpoint.identification.algorithm.
 
-// readClientProperties reads a key=value file (# and ! comments).
+// readClientProperties reads a client properties file as a broker's are
+// read (config.ReadProperties: comments, continued lines), the last value
+// of a key winning.
 func readClientProperties(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	ps, err := config.ReadProperties(path)
 	if err != nil {
 		return nil, fmt.Errorf("--command-config: %w", err)
 	}
-	defer f.Close()
-	props := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || s[0] == '#' || s[0] == '!' {
-			continue
-		}
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return nil, fmt.Errorf("--command-config %s:%d: want key=value", path, line)
-		}
-		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	props := make(map[string]string, len(ps))
+	for _, p := range ps {
+		props[p.Key] = p.Value
 	}
-	return props, sc.Err()
+	return props, nil
 }
 
 // securityOpts turns the --command-config file into kgo options for TLS

@@ -6,11 +6,9 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -584,29 +582,13 @@ var aliases = map[string]string{"broker.id": "node.id"}
 // Keys Berth does not know are returned in ignored rather than failing, so
 // a stock Kafka server.properties loads; bad values of known keys fail.
 func (c *Config) LoadFile(path string) (ignored []string, err error) {
-	f, err := os.Open(path)
+	props, err := ReadProperties(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	line := 0
 	coarse := map[string]int64{}
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || s[0] == '#' || s[0] == '!' {
-			continue
-		}
-		for continued(s) && sc.Scan() { // a trailing backslash continues the line, as in Java properties
-			line++
-			s = s[:len(s)-1] + strings.TrimSpace(sc.Text())
-		}
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return ignored, fmt.Errorf("%s:%d: expected key=value", path, line)
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	for _, p := range props {
+		k, v, line := p.Key, p.Value, p.Line
 		if a, ok := aliases[k]; ok {
 			k = a
 		}
@@ -625,9 +607,6 @@ func (c *Config) LoadFile(path string) (ignored []string, err error) {
 		if err := c.Set(k, v, SourceFile); err != nil {
 			return ignored, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return ignored, err
 	}
 	return ignored, c.applyCoarse(path, coarse)
 }

@@ -20,14 +20,3 @@ func init() {
 		Def{Name: "sasl.oauthbearer.clock.skew.seconds", Kind: KindInt, Default: "30", Doc: "OAUTHBEARER: clock skew allowed when checking exp, nbf and iat.", Valid: atLeast(0)},
 	)
 }
-
-// continued reports whether a properties line ends with an odd number of
-// backslashes: it goes on on the next line (Kafka's multi-line
-// sasl.jaas.config values are written so).
-func continued(s string) bool {
-	n := 0
-	for i := len(s) - 1; i >= 0 && s[i] == '\\'; i-- {
-		n++
-	}
-	return n%2 == 1
-}
