@@ -354,8 +354,12 @@ func TestClusterPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 		return nil
 	})
 	r.h.Fault("node %d left partition %d's ISR after %v", f, p, d.Round(time.Millisecond))
-	if d < 2*time.Second {
-		r.h.Fail(t, r.c.Dir, "node %d left the ISR after %v, before replica.lag.time.max.ms", f, d)
+	// The lag counts from the follower's last fetch that reached the end
+	// of the log, which can precede the pause by up to one fetch wait
+	// (replica.fetch.wait.max.ms, 500 ms) under load: it left early only
+	// if it left sooner than the lag bound less that.
+	if d < 2*time.Second-500*time.Millisecond {
+		r.h.Fail(t, r.c.Dir, "node %d left the ISR after %v, before replica.lag.time.max.ms (less one fetch wait)", f, d)
 	}
 	var notLed []int32
 	for q, s := range st {
