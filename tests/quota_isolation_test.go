@@ -54,7 +54,9 @@ func TestQuotaIsolation(t *testing.T) {
 					kgo.ProducerLinger(time.Millisecond))
 			}
 			// A alone.
-			alone := paced(t, newA(), aRate, phase)
+			a := newA()
+			defer a.Close()
+			alone := paced(t, a, aRate, phase)
 			t.Logf("A alone: %.0f records/s acked, p50 %v p99 %v", alone.rate, alone.p50, alone.p99)
 
 			// A with B flooding.
@@ -88,7 +90,7 @@ func TestQuotaIsolation(t *testing.T) {
 					}
 				})
 			}()
-			with := paced(t, newA(), aRate, phase)
+			with := paced(t, a, aRate, phase)
 			cancel()
 			bwg.Wait()
 			bcl.Close()
@@ -145,10 +147,32 @@ func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ 
 type pacedResult struct {
 	rate     float64
 	p50, p99 time.Duration
+	lats     []time.Duration // sorted
+}
+
+// pooled merges several phases' latencies, so that a p99 is not one
+// phase's luck with the disk.
+func pooled(rs []pacedResult) pacedResult {
+	var out pacedResult
+	for _, r := range rs {
+		out.lats = append(out.lats, r.lats...)
+		out.rate += r.rate / float64(len(rs))
+	}
+	sort.Slice(out.lats, func(i, j int) bool { return out.lats[i] < out.lats[j] })
+	out.p50, out.p99 = percentile(out.lats, 0.5), percentile(out.lats, 0.99)
+	return out
+}
+
+// percentile of sorted latencies.
+func percentile(lats []time.Duration, p float64) time.Duration {
+	if len(lats) == 0 {
+		return 0
+	}
+	return lats[min(len(lats)-1, int(math.Ceil(p*float64(len(lats))))-1)]
 }
 
 // paced produces at rate records/s for d through cl, then waits for every
-// ack, and reports the achieved rate and latencies (produce call to ack).
+// ack (cl stays open: the caller closes it), and reports the achieved rate and latencies (produce call to ack).
 func paced(t *testing.T, cl *kgo.Client, rate int, d time.Duration) pacedResult {
 	t.Helper()
 	var (
@@ -180,18 +204,11 @@ func paced(t *testing.T, cl *kgo.Client, rate int, d time.Duration) pacedResult 
 	}
 	wg.Wait()
 	el := time.Since(start)
-	cl.Close()
 	if err, _ := fail.Load().(error); err != nil {
 		t.Fatalf("steady producer: %v", err)
 	}
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	pct := func(p float64) time.Duration {
-		if len(lats) == 0 {
-			return 0
-		}
-		return lats[min(len(lats)-1, int(math.Ceil(p*float64(len(lats))))-1)]
-	}
-	return pacedResult{rate: float64(len(lats)) / el.Seconds(), p50: pct(0.5), p99: pct(0.99)}
+	return pacedResult{rate: float64(len(lats)) / el.Seconds(), p50: percentile(lats, 0.5), p99: percentile(lats, 0.99), lats: lats}
 }
 
 // flood offers rate records/s through cl until ctx ends.
