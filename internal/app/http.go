@@ -94,6 +94,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	counter("berth_isr_expands_total", "ISR expansions proposed by partitions this node leads (a follower caught up).", func() float64 { return float64(rm.ISRExpands.Load()) })
 	counter("berth_isr_change_failures_total", "ISR changes proposed by partitions this node leads that the controller refused (stale partition epoch, ineligible replica) or that did not commit.", func() float64 { return float64(rm.ISRChangeFailures.Load()) })
 	reg.MustRegister(&partitionCollector{n: n})
+	reg.MustRegister(&stageCollector{n: n})
 	reg.MustRegister(&replicationCollector{n: n})
 	reg.MustRegister(&shareCollector{n: n})
 	reg.MustRegister(&groupCollector{n: n})

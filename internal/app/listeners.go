@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
+	"github.com/berthmq/berth/internal/latency"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/peer"
 	"github.com/berthmq/berth/internal/server"
@@ -130,6 +132,7 @@ func (n *Node) serveListeners(cfg *config.Config, h *handler.Broker) error {
 			Listener:           l.conf.Name,
 			Protocol:           l.conf.Protocol,
 			Accept:             h.AcceptConnection,
+			Written:            n.responseWritten,
 
 			UnauthMaxRequestBytes: int32(cfg.Int("sasl.server.max.receive.size")),
 		}
@@ -398,4 +401,14 @@ func controllerPeerCheck(cfg *config.Config, listener string) (func(*x509.Certif
 		}
 		return nil
 	}, nil
+}
+
+// responseWritten records a Produce response's last two stages.
+func (n *Node) responseWritten(key int16, received, replied, written time.Time) {
+	if key != 0 {
+		return
+	}
+	st := &n.replicas.Metrics.Stages
+	st.Observe(latency.Response, written.Sub(replied))
+	st.Observe(latency.Total, written.Sub(received))
 }

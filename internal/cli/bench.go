@@ -207,6 +207,8 @@ type benchProduceOptions struct {
 	linger        time.Duration
 	throughput    float64
 	maxInflight   int
+	breakdown     bool
+	metricsURLs   []string
 }
 
 // latencySummary is the latency part of a bench produce result, in ms.
@@ -229,6 +231,8 @@ type benchProduceResult struct {
 	LatencyMs     latencySummary `json:"latency_ms"`
 	Interrupted   bool           `json:"interrupted,omitempty"`
 	FirstError    string         `json:"first_error,omitempty"`
+	// Breakdown is the brokers' produce stages over the run (--breakdown).
+	Breakdown []stageRow `json:"breakdown,omitempty"`
 }
 
 func newBenchProduceCmd(cf *clientFlags) *cobra.Command {
@@ -241,9 +245,17 @@ bytes to --topic, creating the topic if it is missing, as
 kafka-producer-perf-test does. Progress is printed every second to stderr;
 at the end, a table of records, records/s, MiB/s and produce latency
 (p50/p99/p99.9/max, from handing a record to the client to its
-acknowledgement) is printed, or a JSON object with --json.`,
+acknowledgement) is printed, or a JSON object with --json.
+
+With --breakdown, the brokers' per-stage produce latency histograms
+(berth_produce_stage_seconds, read from each broker's /metrics before and
+after the run) are printed beside the client's figures: queue, validate,
+flush_wait, write, fsync_wait, fsync, isr_wait, response and total, so one
+run shows where the p99 goes. Give every broker that leads a partition of
+the topic with --metrics-url.`,
 		Example: `  berth bench produce --topic bench --num-records 1000000
-  berth bench produce --topic bench --duration 30s --throughput 50000 --acks 1 --compression lz4`,
+  berth bench produce --topic bench --duration 30s --throughput 50000 --acks 1 --compression lz4
+  berth bench produce --topic bench --duration 10s --throughput 10000 --breakdown --metrics-url http://127.0.0.1:8081/metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchProduce(cmd, cf, &o)
@@ -262,6 +274,8 @@ acknowledgement) is printed, or a JSON object with --json.`,
 	fs.DurationVar(&o.linger, "linger", 10*time.Millisecond, "how long a partition waits to fill a batch (kgo ProducerLinger)")
 	fs.Float64Var(&o.throughput, "throughput", -1, "target records per second (-1: as fast as possible)")
 	fs.IntVar(&o.maxInflight, "max-inflight", 50000, "records buffered in the client before produce blocks (kgo MaxBufferedRecords)")
+	fs.BoolVar(&o.breakdown, "breakdown", false, "also print where the brokers spent the time, per produce stage (from their /metrics)")
+	fs.StringSliceVar(&o.metricsURLs, "metrics-url", nil, "a broker's /metrics URL for --breakdown, repeatable (default: each bootstrap host on port 8081)")
 	return cmd
 }
 
@@ -339,6 +353,16 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 
 	payload := randomPayload(o.recordSize)
 
+	var stagesBefore map[string]*stageHist
+	if o.breakdown {
+		if len(o.metricsURLs) == 0 {
+			o.metricsURLs = defaultMetricsURLs(cf.bootstrap)
+		}
+		if stagesBefore, err = scrapeStages(ctx, o.metricsURLs); err != nil {
+			return err
+		}
+	}
+
 	var st produceStats
 	promise := func(r *kgo.Record, err error) {
 		lat := time.Since(r.Timestamp)
@@ -399,6 +423,13 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 	res := benchProduceResultOf(o, &st, elapsed)
 	st.mu.Unlock()
 	res.Interrupted = ctx.Err() != nil
+	if o.breakdown {
+		after, err := scrapeStages(context.WithoutCancel(ctx), o.metricsURLs)
+		if err != nil {
+			return err
+		}
+		res.Breakdown = stageRows(stagesBefore, after)
+	}
 	if err := printBenchProduce(cmd.OutOrStdout(), cf.json, res); err != nil {
 		return err
 	}
@@ -438,7 +469,13 @@ func printBenchProduce(w io.Writer, asJSON bool, r benchProduceResult) error {
 	t := newTable(w, "records", "records/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "errors")
 	t.row(r.Records, formatRate(r.RecordsPerSec), fmt.Sprintf("%.2f", r.MiBPerSec),
 		fmtMs(r.LatencyMs.P50), fmtMs(r.LatencyMs.P99), fmtMs(r.LatencyMs.P999), fmtMs(r.LatencyMs.Max), r.Errors)
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if r.Breakdown != nil {
+		return printBreakdown(w, r.LatencyMs, r.Breakdown)
+	}
+	return nil
 }
 
 func fmtMs(ms float64) string { return formatMillis(time.Duration(ms * float64(time.Millisecond))) }

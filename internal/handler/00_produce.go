@@ -30,6 +30,7 @@ import (
 
 	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/latency"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/server"
@@ -56,6 +57,11 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 		// Kafka: transactional records need WRITE on the request's
 		// transactional id, so a request without one cannot carry them.
 		return b.produceError(r, resp, kerr.TransactionalIDAuthorizationFailed), nil
+	}
+	stages := &b.Replicas.Metrics.Stages
+	start := time.Now()
+	if !req.Received.IsZero() {
+		stages.Observe(latency.Queue, start.Sub(req.Received))
 	}
 	im := b.image()
 	denied, allowed := b.produceDenied(req, r, im)
@@ -116,6 +122,7 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	stages.Since(latency.Validate, start)
 	if r.Acks == 0 {
 		return nil, nil
 	}

@@ -15,8 +15,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 )
+
+// writtenGroup is batches the flusher wrote at one time, waiting for the
+// syncer (the fsync_wait and fsync stages count each batch).
+type writtenGroup struct {
+	at time.Time
+	n  int
+}
 
 // markDirty queues p for the next group commit.
 func (m *Manager) markDirty(p *Partition) {
@@ -108,11 +116,16 @@ func (p *Partition) flush() error {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
 	p.appendMu.Lock()
-	staged, aborted := p.staged, p.stagedAborted
-	p.staged, p.stagedAborted = nil, nil
+	staged, aborted, stagedAt := p.staged, p.stagedAborted, p.stagedAt
+	p.unstage()
 	p.appendMu.Unlock()
 	if len(staged) == 0 {
 		return nil
+	}
+	stages := &p.mgr.Metrics.Stages
+	took := time.Now()
+	for _, at := range stagedAt {
+		stages.Observe(latency.FlushWait, took.Sub(at))
 	}
 	if p.mgr.takenHook != nil {
 		p.mgr.takenHook(p)
@@ -153,6 +166,13 @@ func (p *Partition) flush() error {
 	if err == nil && len(buf) > 0 {
 		err = write(buf)
 	}
+	if err == nil {
+		written := time.Now()
+		stages.ObserveN(latency.Write, written.Sub(took), len(staged))
+		p.syncMu.Lock()
+		p.unsynced = append(p.unsynced, writtenGroup{at: written, n: len(staged)})
+		p.syncMu.Unlock()
+	}
 	if cap(buf) <= 2*maxFlushChunk {
 		p.flushBuf = buf[:0]
 	}
@@ -179,7 +199,7 @@ func (p *Partition) flush() error {
 func (p *Partition) dropStaged(cause error) {
 	p.appendMu.Lock()
 	p.gen.Add(1)
-	p.staged, p.stagedAborted = nil, nil
+	p.unstage()
 	p.nextOffset = p.log.LogEndOffset()
 	p.reloadProducers()
 	p.appendMu.Unlock()
@@ -243,12 +263,21 @@ func (m *Manager) syncRound() {
 		}
 		start := time.Now()
 		gen := p.gen.Load()
+		p.syncMu.Lock()
+		groups := p.unsynced
+		p.unsynced = nil
+		p.syncMu.Unlock()
 		if m.syncHook != nil {
 			m.syncHook(p)
 		}
 		off, err := p.log.Sync()
+		took := time.Since(start)
 		m.Metrics.Fsyncs.Add(1)
-		m.Metrics.FsyncNanos.Add(int64(time.Since(start)))
+		m.Metrics.FsyncNanos.Add(int64(took))
+		for _, g := range groups {
+			m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
+			m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
+		}
 		if err != nil {
 			if errors.Is(err, blog.ErrClosed) {
 				return

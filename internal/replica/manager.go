@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/peer"
@@ -125,6 +126,9 @@ type ManagerMetrics struct {
 	// ISRChangeFailures counts ISR changes that the controller refused or
 	// that did not commit.
 	ISRChangeFailures atomic.Int64
+	// Stages are the produce path's latency histograms (groupcommit.go
+	// records the flusher's and syncer's, the Produce handler the rest).
+	Stages latency.Set
 }
 
 // NewManager makes a manager; Start loads existing partitions.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 )
 
@@ -63,11 +64,17 @@ type Partition struct {
 	txns atomic.Pointer[txnView]
 	// nextOffset is the offset the next staged record gets (fsync mode).
 	nextOffset int64
-	// staged holds appended batches not yet written to the log, in order.
-	staged [][]byte
+	// staged holds appended batches not yet written to the log, in order;
+	// stagedAt when each was staged (the flush_wait stage).
+	staged   [][]byte
+	stagedAt []time.Time
 	// stagedAborted are the transaction index entries of the ABORT
 	// markers among staged, written with them.
 	stagedAborted []blog.AbortedTxn
+	// unsynced are the flusher's writes the syncer has not fsynced yet,
+	// for the fsync_wait stage; guarded by syncMu.
+	syncMu   sync.Mutex
+	unsynced []writtenGroup
 	// gen changes when staged batches are dropped after a failed write, so
 	// their producers get an error instead of a later record's ack.
 	gen atomic.Uint64
@@ -171,6 +178,17 @@ type AppendResult struct {
 	Gen uint64
 }
 
+// stage queues data for the flusher; appendMu is held.
+func (p *Partition) stage(data []byte) {
+	p.staged = append(p.staged, data)
+	p.stagedAt = append(p.stagedAt, time.Now())
+}
+
+// unstage forgets the staged batches; appendMu is held.
+func (p *Partition) unstage() {
+	p.staged, p.stagedAt, p.stagedAborted = nil, nil, nil
+}
+
 // Append validates and appends one partition's produce data. It runs in
 // request order on the connection's read loop.
 func (p *Partition) Append(data []byte, scratch *batch.Scratch) (AppendResult, error) {
@@ -259,7 +277,7 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 		// everything else appended in this round.
 		base := p.nextOffset
 		p.nextOffset += int64(v.Records)
-		p.staged = append(p.staged, data)
+		p.stage(data)
 		if idem {
 			p.producers.update(h, base, now)
 			p.prodDirty = true
@@ -305,14 +323,23 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 // the ISR still meets min.insync.replicas; otherwise (acks=1) for this
 // replica's own durable offset.
 func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all bool) error {
+	// localAt is when this replica was first seen durable up to off: the
+	// isr_wait stage runs from there to the high watermark.
+	var localAt time.Time
 	reached := func() bool {
 		if all {
+			if localAt.IsZero() && p.synced.Load() >= off {
+				localAt = time.Now()
+			}
 			return p.hw.Load() >= off
 		}
 		return p.synced.Load() >= off
 	}
 	done := func() error {
 		if all {
+			if !localAt.IsZero() {
+				p.mgr.Metrics.Stages.Observe(latency.ISRWait, time.Since(localAt))
+			}
 			return p.minISRCheck()
 		}
 		return nil

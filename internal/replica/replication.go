@@ -185,7 +185,7 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 		// aborted-transaction entry on this replica.
 		p.leaderGen.Store(p.gen.Add(1))
 		if len(p.staged) > 0 {
-			p.staged, p.stagedAborted = nil, nil
+			p.unstage()
 			p.nextOffset = p.log.LogEndOffset()
 			p.reloadProducers()
 		}

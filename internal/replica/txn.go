@@ -140,7 +140,7 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, typ int16, coord
 	if p.mgr.cfg.Fsync {
 		base = p.nextOffset
 		p.nextOffset++
-		p.staged = append(p.staged, data)
+		p.stage(data)
 		p.stagedAborted = append(p.stagedAborted, aborted...)
 	} else {
 		ar, err := p.log.AppendTxn(data, p.leaderEpoch.Load(), aborted)

@@ -42,6 +42,8 @@ type Request struct {
 	CorrelationID int32
 	ClientID      string
 	Body          kmsg.Request
+	// Received is when the request's last byte was read.
+	Received time.Time
 }
 
 // Handler serves requests.
@@ -91,6 +93,12 @@ type Config struct {
 	// error refuses the connection.
 	TLS         *tls.Config
 	TLSIdentity func(*x509.Certificate) (Identity, error)
+
+	// Written, when set, is told of every response written: its API key,
+	// when its request's last byte was read, when its reply was ready
+	// (the handler's deferred part returned) and when its bytes were
+	// handed to the socket (the produce stage histograms).
+	Written func(key int16, received, replied, written time.Time)
 }
 
 // Server accepts connections on one listener.
@@ -270,6 +278,7 @@ type pending struct {
 	reply        Reply
 	release      int64
 	raw          []byte // a raw token to write (SetRaw), when reply is nil
+	received     time.Time
 }
 
 func (s *Server) newConn(nc net.Conn) *Conn {
@@ -395,13 +404,15 @@ func (c *Conn) readLoop() {
 			return
 		}
 		_ = c.nc.SetReadDeadline(time.Time{})
+		received := time.Now()
 		var p pending
 		var ok bool
 		if c.raw != nil {
 			p, ok = c.serveRaw(body)
 		} else {
-			p, ok = c.serveOne(body)
+			p, ok = c.serveOne(body, received)
 		}
+		p.received = received
 		s.mem.release(int64(size))
 		if !ok {
 			return
@@ -418,7 +429,7 @@ func (c *Conn) readLoop() {
 }
 
 // serveOne decodes and handles one frame. ok=false closes the connection.
-func (c *Conn) serveOne(body []byte) (pending, bool) {
+func (c *Conn) serveOne(body []byte, received time.Time) (pending, bool) {
 	s := c.s
 	key := int16(binary.BigEndian.Uint16(body[0:]))
 	version := int16(binary.BigEndian.Uint16(body[2:]))
@@ -479,7 +490,7 @@ func (c *Conn) serveOne(body []byte) (pending, bool) {
 		}
 		return c.bad(p, "cannot decode "+kmsg.NameForKey(key)+": "+err.Error())
 	}
-	req := &Request{Conn: c, Key: key, Version: version, CorrelationID: corr, ClientID: clientID, Body: kreq}
+	req := &Request{Conn: c, Key: key, Version: version, CorrelationID: corr, ClientID: clientID, Body: kreq, Received: received}
 	reply, err := s.h.Handle(c.ctx, req)
 	if err != nil {
 		s.log.Warn("closing connection", "remote", c.Remote, "api", kmsg.NameForKey(key), "err", err)
@@ -574,10 +585,25 @@ func (c *Conn) writeLoop() {
 			}
 			continue
 		}
+		if bw.Buffered() > 0 {
+			// The reply may block (a produce waiting for its fsync, a
+			// long-polling fetch): a response already encoded must not
+			// wait behind it (a pipelining producer's previous ack would
+			// otherwise wait for the next request's fsync).
+			if err := bw.Flush(); err != nil {
+				broken = true
+				c.close()
+				continue
+			}
+		}
 		resp := p.reply()
 		if resp == nil {
 			c.runAfterEncode()
 			continue
+		}
+		var replied time.Time
+		if s.cfg.Written != nil {
+			replied = time.Now()
 		}
 		resp.SetVersion(p.version)
 		bp := respBufs.Get().(*[]byte)
@@ -596,6 +622,8 @@ func (c *Conn) writeLoop() {
 				if err != nil {
 					broken = true
 					c.close()
+				} else if s.cfg.Written != nil {
+					s.cfg.Written(p.key, p.received, replied, time.Now())
 				}
 				continue
 			}
@@ -617,7 +645,11 @@ func (c *Conn) writeLoop() {
 			if err := bw.Flush(); err != nil {
 				broken = true
 				c.close()
+				continue
 			}
+		}
+		if s.cfg.Written != nil {
+			s.cfg.Written(p.key, p.received, replied, time.Now())
 		}
 	}
 	_ = bw.Flush()
