@@ -286,6 +286,7 @@ func (l *Log) appendLocked(b []byte, first, last int64, aborted []AbortedTxn) (A
 		if terr := s.f.Truncate(pos); terr != nil {
 			l.fail(fmt.Errorf("truncate %s after failed write: %w", s.name(), terr))
 		}
+		s.phys.Store(pos)
 		if len(es) > 0 {
 			if terr := s.cutTxn(n0); terr != nil {
 				l.fail(terr)
@@ -306,6 +307,7 @@ func (l *Log) appendLocked(b []byte, first, last int64, aborted []AbortedTxn) (A
 		p += int(size)
 	}
 	s.size.Store(pos + int64(len(b)))
+	s.phys.Store(max(s.phys.Load(), pos+int64(len(b))))
 	s.next.Store(last + 1)
 	l.leo.Store(last + 1)
 	return AppendResult{FirstOffset: first, LastOffset: last, LogEndOffset: last + 1, MaxTimestamp: maxTS}, nil
@@ -349,6 +351,12 @@ func (l *Log) shouldRoll(s *segment, b []byte, last, now int64) bool {
 // fsyncs once per roll, under mu); its data is fsynced by the next Sync.
 func (l *Log) rollLocked(base int64) error {
 	old := l.active
+	// A rolled segment ends at its last batch: its preallocated zeros go
+	// now (made durable by the Sync that fsyncs it, before anything in the
+	// new segment can be acknowledged).
+	if err := l.trimLocked(old); err != nil {
+		return fmt.Errorf("log: roll to %d: %w", base, err)
+	}
 	f, err := l.fs.OpenFile(l.path(segmentName(base)+logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("log: roll to %d: %w", base, wrapDiskFull(err))

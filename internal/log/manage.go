@@ -236,6 +236,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := s.f.Truncate(pos); err != nil {
 		return fmt.Errorf("log: truncate %s: %w", s.name(), err)
 	}
+	s.phys.Store(pos)
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("log: fsync %s: %w", s.name(), err)
 	}
@@ -399,6 +400,9 @@ func (l *Log) Close() error {
 
 func (l *Log) shutdownLocked() error {
 	s := l.active
+	if err := l.trimLocked(s); err != nil {
+		return err
+	}
 	s.finishIndex()
 	if err := l.syncSegments(append(l.unsynced, s)); err != nil {
 		return err

@@ -263,6 +263,11 @@ func (l *Log) openActive(segs []*segment, ck checkpoints) ([]*segment, error) {
 		l.dirDirty = true
 	}
 	l.active = segs[len(segs)-1]
+	fi, err := l.active.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("log: stat %s: %w", l.active.name(), err)
+	}
+	l.active.phys.Store(max(fi.Size(), l.active.size.Load()))
 	l.leo.Store(l.active.next.Load())
 	l.active.rollStartMs = l.firstTimestamp(l.active)
 	return segs, nil
@@ -456,12 +461,21 @@ func (l *Log) fullScan(s *segment, fileSize, prevNext int64, trans *[]epochEntry
 		}
 		var ce *CorruptionError
 		if errors.As(err, &ce) {
-			l.logger.Warn("log: truncating torn or corrupt segment tail", "dir", l.dir,
-				"segment", ce.Segment, "position", ce.Offset, "dropped_bytes", fileSize-ce.Offset, "err", ce.Err)
+			// Zeros to the end are a preallocated runway (runway.go), not
+			// a torn write: the segment ends cleanly there, and the
+			// segments after it, if any, are kept.
+			zeros := zeroTail(s.f, ce.Offset, fileSize)
+			if zeros {
+				l.logger.Debug("log: removing the preallocated zeros after the last batch", "dir", l.dir,
+					"segment", ce.Segment, "position", ce.Offset, "bytes", fileSize-ce.Offset)
+			} else {
+				l.logger.Warn("log: truncating torn or corrupt segment tail", "dir", l.dir,
+					"segment", ce.Segment, "position", ce.Offset, "dropped_bytes", fileSize-ce.Offset, "err", ce.Err)
+			}
 			if err := s.f.Truncate(ce.Offset); err != nil {
 				return false, fmt.Errorf("log: truncate %s: %w", s.name(), err)
 			}
-			corrupted = true
+			corrupted = !zeros
 			break
 		}
 		if err != nil {

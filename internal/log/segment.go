@@ -52,7 +52,10 @@ type segment struct {
 	refs    atomic.Int32
 	deleted atomic.Bool // files removed (retention, truncation); see release
 
-	size     atomic.Int64 // bytes of whole batches
+	size atomic.Int64 // bytes of whole batches
+	// phys is the file's length: size, plus on the active segment the
+	// zeros preallocated past it (runway.go). Changed under Log.mu.
+	phys     atomic.Int64
 	next     atomic.Int64 // offset after the last batch (the LEO for the active segment)
 	maxTS    atomic.Int64 // largest batch maxTimestamp, -1 if none
 	maxTSOff atomic.Int64 // base offset of the first batch carrying maxTS

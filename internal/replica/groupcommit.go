@@ -286,6 +286,9 @@ func (m *Manager) syncRound() {
 			return
 		}
 		p.advanceIfGen(off, gen)
+		if m.cfg.Fsync {
+			m.wantRunway(p)
+		}
 	})
 }
 

@@ -28,13 +28,16 @@ import (
 type ManagerConfig struct {
 	// Dial opens follower fetch connections to leaders (nil: plain TCP;
 	// TLS when the inter-broker listener is SSL).
-	Dial           peer.Dialer
-	Dir            string // log.dirs
-	NodeID         int32
-	Fsync          bool          // durability.mode=fsync
-	FlushInterval  time.Duration // log.flush.interval.ms, for durability.mode=os
-	RetentionCheck time.Duration // log.retention.check.interval.ms
-	ProducerExpiry time.Duration // producer.id.expiration.ms
+	Dial   peer.Dialer
+	Dir    string // log.dirs
+	NodeID int32
+	Fsync  bool // durability.mode=fsync
+	// PreallocateBytes is log.preallocate.bytes: the zeros kept written
+	// past a busy partition's data in fsync mode (prealloc.go); 0: none.
+	PreallocateBytes int64
+	FlushInterval    time.Duration // log.flush.interval.ms, for durability.mode=os
+	RetentionCheck   time.Duration // log.retention.check.interval.ms
+	ProducerExpiry   time.Duration // producer.id.expiration.ms
 	// MinFreeBytes: below this much free space in Dir, produce is refused
 	// with KAFKA_STORAGE_ERROR until space returns.
 	MinFreeBytes int64
@@ -111,6 +114,8 @@ type Manager struct {
 	cancel context.CancelFunc
 
 	Metrics ManagerMetrics
+
+	runways runways // prealloc.go
 }
 
 // ManagerMetrics are counters read by /metrics.
@@ -166,7 +171,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.ReplicaFetchResponseMaxBytes <= 0 {
 		cfg.ReplicaFetchResponseMaxBytes = 10 << 20
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, log: cfg.Logger, now: cfg.Now, producerExpiry: cfg.ProducerExpiry,
 		parts:    map[string][]*Partition{},
 		byID:     map[[16]byte]string{},
@@ -174,6 +179,8 @@ func NewManager(cfg ManagerConfig) *Manager {
 		syncKick: make(chan struct{}, 1),
 		fetchers: map[int32]*fetcher{},
 	}
+	m.runways.init()
+	return m
 }
 
 // Start runs the syncer, retention, disk-space and ISR loops, and the
@@ -188,6 +195,10 @@ func (m *Manager) Start(ctx context.Context) {
 	if m.cfg.Fsync {
 		m.wg.Add(1)
 		go m.flushLoop(ctx)
+		if m.cfg.PreallocateBytes > 0 {
+			m.wg.Add(1)
+			go m.preallocLoop(ctx)
+		}
 	}
 	go m.syncLoop(ctx)
 	go m.every(ctx, m.cfg.RetentionCheck, m.RunRetention)
