@@ -22,6 +22,8 @@ const (
 	maxRunways    = 64
 	runwayMaxRate = 64 << 20 // bytes per second
 	runwayIdle    = 30 * time.Second
+	// runwayRateTau is the time constant of the write rate's average.
+	runwayRateTau = 500 * time.Millisecond
 )
 
 // runways is the preallocator's state.
@@ -34,7 +36,22 @@ type runways struct {
 type runwayState struct {
 	queued   bool
 	extended time.Time // last extension
-	size     int64     // log size at the last extension
+	// rate is the partition's write rate in bytes per second, a moving
+	// average with time constant runwayRateTau (at, size: the last sample).
+	rate float64
+	at   time.Time
+	size int64
+}
+
+// sample updates the write rate with the log's size now.
+func (st *runwayState) sample(now time.Time, size int64) {
+	if !st.at.IsZero() {
+		if dt := now.Sub(st.at).Seconds(); dt > 0 {
+			w := min(1, dt/runwayRateTau.Seconds()) // weight of this sample
+			st.rate = w*float64(size-st.size)/dt + (1-w)*st.rate
+		}
+	}
+	st.at, st.size = now, size
 }
 
 func (r *runways) init() {
@@ -60,12 +77,10 @@ func (m *Manager) wantRunway(p *Partition) {
 		st = &runwayState{}
 		r.held[p] = st
 	}
-	now, size := time.Now(), p.log.Size()
-	if !st.extended.IsZero() {
-		if el := now.Sub(st.extended); el > 0 && float64(size-st.size)/el.Seconds() > runwayMaxRate {
-			r.mu.Unlock()
-			return // writing too fast for zeros to pay
-		}
+	st.sample(time.Now(), p.log.Size())
+	if st.rate > runwayMaxRate {
+		r.mu.Unlock()
+		return // writing too fast for zeros to pay
 	}
 	if st.queued {
 		r.mu.Unlock()
@@ -102,7 +117,7 @@ func (m *Manager) preallocLoop(ctx context.Context) {
 			r.mu.Lock()
 			if st := r.held[p]; st != nil {
 				st.queued = false
-				st.extended, st.size = time.Now(), p.log.Size()
+				st.extended = time.Now()
 			}
 			r.mu.Unlock()
 			if err != nil && ctx.Err() == nil {

@@ -88,3 +88,28 @@ func TestProducedPartitionGetsARunway(t *testing.T) {
 		t.Fatalf("closed segment file is %d bytes, want its %d bytes of batches (runway trimmed)", got, size)
 	}
 }
+
+// TestRunwayRateFollowsTheLastSecond: the write rate that decides whether
+// zeros pay follows the last second or so, so a partition that was written
+// fast and then slowly gets its runway back within two seconds.
+func TestRunwayRateFollowsTheLastSecond(t *testing.T) {
+	var st runwayState
+	t0 := time.Unix(1000, 0)
+	st.sample(t0, 0)
+	// 1 GiB in 2 s: far over the limit.
+	for i := 1; i <= 20; i++ {
+		st.sample(t0.Add(time.Duration(i)*100*time.Millisecond), int64(i)<<30/20)
+	}
+	if st.rate < runwayMaxRate {
+		t.Fatalf("rate %.0f B/s after 512 MiB/s, want over %d", st.rate, runwayMaxRate)
+	}
+	// Then 10 MiB/s, sampled every 10 ms, for 2 s.
+	at, size := t0.Add(2*time.Second), int64(1)<<30
+	for range 200 {
+		at, size = at.Add(10*time.Millisecond), size+100<<10
+		st.sample(at, size)
+	}
+	if st.rate > runwayMaxRate/2 {
+		t.Fatalf("rate %.0f B/s two seconds into 10 MiB/s, want it near 10 MiB/s", st.rate)
+	}
+}
