@@ -7,9 +7,9 @@ import (
 )
 
 var descStage = prometheus.NewDesc("berth_produce_stage_seconds",
-	"Time produce requests (queue, validate, isr_wait, response, total: per request) and their batches "+
-		"(flush_wait, write, fsync_wait, fsync: per partition batch) spent in each stage of the produce path on this node. "+
-		"isr_wait counts acks=all requests only; the flusher's stages count durability.mode=fsync only.",
+	"Time produce requests (queue, validate, response, total: per request) and their batches "+
+		"(flush_wait, write, fsync_wait, fsync, isr_wait: per partition batch) spent in each stage of the produce path on this node. "+
+		"The batch stages count durability.mode=fsync only.",
 	[]string{"stage"}, nil)
 
 // stageCollector exports the produce path's stage histograms.

@@ -152,7 +152,7 @@ func stageRows(before, after map[string]*stageHist) []stageRow {
 // printBreakdown prints the stage table under the client's figures.
 func printBreakdown(w io.Writer, client latencySummary, rows []stageRow) error {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Where the time went (brokers' berth_produce_stage_seconds over this run; per request, or per batch for flush_wait..fsync):")
+	fmt.Fprintln(w, "Where the time went (brokers' berth_produce_stage_seconds over this run; per request, or per batch for flush_wait..isr_wait):")
 	t := newTable(w, "stage", "count", "mean ms", "p50 ms", "p99 ms", "p99.9 ms")
 	for _, r := range rows {
 		if r.Count == 0 {

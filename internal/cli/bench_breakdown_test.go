@@ -56,9 +56,15 @@ func TestBenchProduceBreakdown(t *testing.T) {
 			t.Errorf("stage %s: p50 %v p99 %v p99.9 %v mean %v out of order", st, r.P50, r.P99, r.P999, r.Mean)
 		}
 	}
-	for _, s := range []string{"queue", "validate", "isr_wait", "response"} { // per request
+	for _, s := range []string{"queue", "validate", "response"} { // per request
 		if rows[s].Count != total.Count {
 			t.Errorf("stage %s counted %d requests, total %d", s, rows[s].Count, total.Count)
+		}
+	}
+	// Batches are at most requests here (one partition).
+	for _, s := range []string{"flush_wait", "write", "fsync_wait", "fsync", "isr_wait"} {
+		if rows[s].Count > total.Count {
+			t.Errorf("stage %s counted %d batches, more than the %d requests", s, rows[s].Count, total.Count)
 		}
 	}
 	// The fsync's mean is part of every request's total (mean of a sum is

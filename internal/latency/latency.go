@@ -30,8 +30,9 @@ const (
 	FsyncWait
 	// Fsync: the fsync that made the batches durable on this node.
 	Fsync
-	// ISRWait: acks=all only, from durable here to the high watermark
-	// (every in-sync follower has fetched, written and fsynced it).
+	// ISRWait: a leader's fsynced batch waiting for the high watermark
+	// (every in-sync follower has fetched, written and fsynced it); about
+	// zero without followers.
 	ISRWait
 	// Response: from the reply ready to its bytes handed to the socket.
 	Response

@@ -30,6 +30,7 @@ import (
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
+	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/poll"
@@ -572,5 +573,31 @@ func TestReplicationHighWatermarkSurvivesRestart(t *testing.T) {
 	c.startBroker(c.brokers[0])
 	if hw := c.brokers[0].mgr.Get("durable", 0).HighWatermark(); hw != 100 {
 		t.Fatalf("leader's high watermark after restart %d, want 100", hw)
+	}
+}
+
+// TestReplicationISRWaitIsCounted: the leader counts, per batch, the time
+// from its own fsync to the high watermark passing the batch (isr_wait),
+// which is where a replicated acks=all produce spends its follower round
+// trip; followers count none.
+func TestReplicationISRWaitIsCounted(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("isr", [][]int32{{0, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "isr", 0, 200)
+	leader := c.partition("isr").Leader
+	for _, b := range c.brokers {
+		_, n, sum := b.mgr.Metrics.Stages[latency.ISRWait].Snapshot()
+		_, fs, _ := b.mgr.Metrics.Stages[latency.Fsync].Snapshot()
+		switch {
+		case b.id == leader && (n == 0 || sum <= 0 || n > fs):
+			t.Errorf("leader %d: isr_wait counted %d batches (%.6f s) against %d fsynced: want each fsynced batch once, taking time", b.id, n, sum, fs)
+		case b.id != leader && n != 0:
+			t.Errorf("follower %d counted %d isr_wait batches", b.id, n)
+		}
 	}
 }

@@ -26,6 +26,44 @@ type writtenGroup struct {
 	n  int
 }
 
+// durableGroup is n batches a leader's fsync made durable at at, up to
+// offset end, waiting for the high watermark (the isr_wait stage).
+type durableGroup struct {
+	end int64
+	n   int
+	at  time.Time
+}
+
+// maxReplicating bounds the groups a leader keeps for isr_wait while its
+// followers lag; older ones are dropped uncounted.
+const maxReplicating = 4096
+
+// replicated queues g for the isr_wait stage.
+func (p *Partition) replicated(g durableGroup) {
+	p.syncMu.Lock()
+	if len(p.replicating) >= maxReplicating {
+		p.replicating = p.replicating[1:]
+	}
+	p.replicating = append(p.replicating, g)
+	p.syncMu.Unlock()
+}
+
+// observeReplicated counts the isr_wait of the groups the high watermark
+// hw now covers.
+func (p *Partition) observeReplicated(hw int64) {
+	now := time.Now()
+	p.syncMu.Lock()
+	i := 0
+	for ; i < len(p.replicating) && p.replicating[i].end <= hw; i++ {
+		g := p.replicating[i]
+		p.mgr.Metrics.Stages.ObserveN(latency.ISRWait, now.Sub(g.at), g.n)
+	}
+	if i > 0 {
+		p.replicating = append(p.replicating[:0], p.replicating[i:]...)
+	}
+	p.syncMu.Unlock()
+}
+
 // markDirty queues p for the next group commit.
 func (m *Manager) markDirty(p *Partition) {
 	if !m.cfg.Fsync {
@@ -274,9 +312,14 @@ func (m *Manager) syncRound() {
 		took := time.Since(start)
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(took))
+		n := 0
 		for _, g := range groups {
 			m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
 			m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
+			n += g.n
+		}
+		if n > 0 && err == nil && p.leading.Load() {
+			p.replicated(durableGroup{end: off, n: n, at: start.Add(took)})
 		}
 		if err != nil {
 			if errors.Is(err, blog.ErrClosed) {

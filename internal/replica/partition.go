@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/batch"
-	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 )
 
@@ -75,6 +74,10 @@ type Partition struct {
 	// for the fsync_wait stage; guarded by syncMu.
 	syncMu   sync.Mutex
 	unsynced []writtenGroup
+	// replicating are fsynced batches of this leader that the high
+	// watermark has not passed yet, for the isr_wait stage; guarded by
+	// syncMu, cleared on a leadership change.
+	replicating []durableGroup
 	// gen changes when staged batches are dropped after a failed write, so
 	// their producers get an error instead of a later record's ack.
 	gen atomic.Uint64
@@ -323,23 +326,14 @@ func (p *Partition) append(data []byte, scratch *batch.Scratch, g *TxnGuard) (Ap
 // the ISR still meets min.insync.replicas; otherwise (acks=1) for this
 // replica's own durable offset.
 func (p *Partition) WaitDurable(off int64, gen uint64, deadline time.Time, all bool) error {
-	// localAt is when this replica was first seen durable up to off: the
-	// isr_wait stage runs from there to the high watermark.
-	var localAt time.Time
 	reached := func() bool {
 		if all {
-			if localAt.IsZero() && p.synced.Load() >= off {
-				localAt = time.Now()
-			}
 			return p.hw.Load() >= off
 		}
 		return p.synced.Load() >= off
 	}
 	done := func() error {
 		if all {
-			if !localAt.IsZero() {
-				p.mgr.Metrics.Stages.Observe(latency.ISRWait, time.Since(localAt))
-			}
 			return p.minISRCheck()
 		}
 		return nil

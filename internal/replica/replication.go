@@ -190,6 +190,11 @@ func (p *Partition) applyPartition(mp *metadata.Partition) int32 {
 			p.reloadProducers()
 		}
 	}
+	if wasLeading != leading || epochChanged {
+		p.syncMu.Lock()
+		p.replicating = nil // the isr_wait of another leadership's writes
+		p.syncMu.Unlock()
+	}
 	p.leaderEpoch.Store(mp.LeaderEpoch)
 	p.leading.Store(leading)
 	p.adding.Store(slices.Contains(mp.AddingReplicas, self))
@@ -291,6 +296,7 @@ func (p *Partition) updateHW() {
 	}
 	p.rmu.Unlock()
 	if moved {
+		p.observeReplicated(hw)
 		p.notify()
 	}
 }
