@@ -85,8 +85,8 @@ func (l *Log) ExtendRunway(n int64) (int64, error) {
 		wrote += c
 		l.mu.Unlock()
 	}
-	if wrote == 0 {
-		return 0, nil
+	if wrote == 0 || s.deleted.Load() { // a deleted segment's zeros need no fsync
+		return wrote, nil
 	}
 	if err := s.f.Sync(); err != nil {
 		err = fmt.Errorf("log: fsync %s after preallocation: %w", s.name(), err)

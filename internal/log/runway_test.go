@@ -2,11 +2,15 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // TestRunwayAppendsOverZeros: preallocated zeros follow the data, appends
@@ -196,5 +200,59 @@ func TestRunwayZerosAfterTornBatchAreCorruption(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "torn or corrupt") {
 		t.Fatalf("a torn batch before the zeros was not reported:\n%s", logs.String())
+	}
+}
+
+// TestRunwayFsyncFailureFailsTheLog: the runway's fsync may be the one
+// that learns of a failed writeback of the data beside it, so its failure
+// fails the log as Sync's does; nothing acknowledged is lost on reopen.
+func TestRunwayFsyncFailureFailsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	ffs := vfs.NewFaultFS(nil)
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 10
+	l := openT(t, dir, cfg, Options{FS: ffs})
+	appendT(t, l, simpleBatch(2, 100, 1), 0)
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ffs.FailFileSyncs(syscall.EIO)
+	if _, err := l.ExtendRunway(8 << 10); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("ExtendRunway with failing fsyncs: %v, want EIO", err)
+	}
+	ffs.FailFileSyncs(nil)
+	if _, err := l.Append(simpleBatch(1, 1, 1), 0); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after a failed runway fsync: %v, want ErrFailed", err)
+	}
+	crash(l)
+	l2 := openT(t, dir, cfg, Options{})
+	if l2.LogEndOffset() != 2 {
+		t.Fatalf("reopened at %d, want the 2 synced records", l2.LogEndOffset())
+	}
+}
+
+// TestRunwayDiskFull: preallocation that runs out of space writes no
+// partial zeros past what it reports, leaves the data alone, and appends
+// go on (they extend the file as without a runway).
+func TestRunwayDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	ffs := vfs.NewFaultFS(nil)
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 20
+	l := openT(t, dir, cfg, Options{FS: ffs})
+	appendT(t, l, simpleBatch(2, 100, 1), 0)
+	size := l.Size()
+	ffs.FailWritesAfter(200<<10, nil) // room for one chunk and a half
+	n, err := l.ExtendRunway(512 << 10)
+	if !errors.Is(err, ErrDiskFull) || n != runwayChunk {
+		t.Fatalf("ExtendRunway on a full disk: wrote %d, %v; want one chunk and ErrDiskFull", n, err)
+	}
+	if got := fileSize(t, segFile(dir, 0, logSuffix)); got != size+runwayChunk {
+		t.Fatalf("segment file is %d bytes, want data %d + one chunk: no partial chunk", got, size)
+	}
+	ffs.FailWritesAfter(-1, nil)
+	appendT(t, l, simpleBatch(1, 100, 1), 0)
+	if hs := readAllBatches(t, l, 0); len(hs) != 2 {
+		t.Fatalf("read %d batches, want 2", len(hs))
 	}
 }
