@@ -56,14 +56,20 @@ func TestBenchProduceBreakdown(t *testing.T) {
 			t.Errorf("stage %s: p50 %v p99 %v p99.9 %v mean %v out of order", st, r.P50, r.P99, r.P999, r.Mean)
 		}
 	}
+	// total and response are counted once a response is written, which
+	// the client may see (and scrape /metrics) a moment before the broker
+	// counts it: allow the last few requests of the run (kgo keeps up to
+	// five in flight) to be missing from them.
+	const skew = 5
+	near := func(n, want uint64) bool { return n <= want+skew && n+skew >= want }
 	for _, s := range []string{"queue", "validate", "response"} { // per request
-		if rows[s].Count != total.Count {
+		if !near(rows[s].Count, total.Count) {
 			t.Errorf("stage %s counted %d requests, total %d", s, rows[s].Count, total.Count)
 		}
 	}
 	// Batches are at most requests here (one partition).
 	for _, s := range []string{"flush_wait", "write", "fsync_wait", "fsync", "isr_wait"} {
-		if rows[s].Count > total.Count {
+		if rows[s].Count > total.Count+skew {
 			t.Errorf("stage %s counted %d batches, more than the %d requests", s, rows[s].Count, total.Count)
 		}
 	}

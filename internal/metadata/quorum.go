@@ -595,23 +595,40 @@ func (c *Controller) checkCaughtUp(id uint64) error {
 // ctx ends. Raft completes the transfer once the target has the whole log;
 // proposals wait meanwhile. A no-op on a node that is not the leader.
 func (c *Controller) TransferLeadership(ctx context.Context, to uint64) error {
-	started := make(chan uint64, 1)
-	select {
-	case c.cmdc <- func() { started <- c.transferLocked(to) }:
-	case <-c.donec:
-		return c.loopErr()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	target := <-started
-	if target == 0 {
-		if c.IsLeader() {
-			return fmt.Errorf("%w: no other voter to hand leadership to", ErrInvalidQuorumChange)
-		}
-		return nil
-	}
 	t := time.NewTicker(c.cfg.TickInterval / 2)
 	defer t.Stop()
+	// A voter counts as recently active once the leader heard from it
+	// since its last quorum check (every election timeout), so a live
+	// voter can look inactive for up to a heartbeat: look again for a
+	// little over an election timeout before giving up.
+	giveUp := time.Now().Add(c.electionTimeout() + 2*c.cfg.TickInterval)
+	var target uint64
+	for {
+		started := make(chan uint64, 1)
+		select {
+		case c.cmdc <- func() { started <- c.transferLocked(to) }:
+		case <-c.donec:
+			return c.loopErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if target = <-started; target != 0 {
+			break
+		}
+		if !c.IsLeader() {
+			return nil
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("%w: no other voter to hand leadership to", ErrInvalidQuorumChange)
+		}
+		select {
+		case <-t.C:
+		case <-c.donec:
+			return c.loopErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		if l := c.Leader(); l != 0 && l != c.cfg.NodeID {
 			return nil
