@@ -10,7 +10,7 @@ package replica
 // space is theirs until their segment rolls or the runway is trimmed); a
 // partition written faster than runwayMaxRate gets none, as its large
 // appends amortise the journal commit and zeros would double its writes;
-// a runway unused for runwayIdle is trimmed.
+// the runway of a partition not written for runwayIdle is trimmed.
 
 import (
 	"context"
@@ -34,8 +34,7 @@ type runways struct {
 }
 
 type runwayState struct {
-	queued   bool
-	extended time.Time // last extension
+	queued bool
 	// rate is the partition's write rate in bytes per second, a moving
 	// average with time constant runwayRateTau (at, size: the last sample).
 	rate float64
@@ -63,7 +62,7 @@ func (r *runways) init() {
 // longer runway when p's is under half of log.preallocate.bytes.
 func (m *Manager) wantRunway(p *Partition) {
 	n := m.cfg.PreallocateBytes
-	if n <= 0 || p.closed.Load() || p.log.Runway() >= n/2 {
+	if n <= 0 || p.closed.Load() {
 		return
 	}
 	r := &m.runways
@@ -77,10 +76,10 @@ func (m *Manager) wantRunway(p *Partition) {
 		st = &runwayState{}
 		r.held[p] = st
 	}
-	st.sample(time.Now(), p.log.Size())
-	if st.rate > runwayMaxRate {
+	st.sample(time.Now(), p.log.Size()) // also when the runway is long enough: the idle trim goes by it
+	if st.rate > runwayMaxRate || p.log.Runway() >= n/2 {
 		r.mu.Unlock()
-		return // writing too fast for zeros to pay
+		return // writing too fast for zeros to pay, or runway enough
 	}
 	if st.queued {
 		r.mu.Unlock()
@@ -117,7 +116,6 @@ func (m *Manager) preallocLoop(ctx context.Context) {
 			r.mu.Lock()
 			if st := r.held[p]; st != nil {
 				st.queued = false
-				st.extended = time.Now()
 			}
 			r.mu.Unlock()
 			if err != nil && ctx.Err() == nil {
@@ -127,14 +125,15 @@ func (m *Manager) preallocLoop(ctx context.Context) {
 	}
 }
 
-// trimIdleRunways gives back the runways of partitions that stopped
-// taking writes, and forgets closed partitions.
+// trimIdleRunways gives back the runways of partitions that took no
+// write for runwayIdle (a slow partition keeps its runway: it lasts), and
+// forgets closed partitions.
 func (m *Manager) trimIdleRunways() {
 	r := &m.runways
 	var idle []*Partition
 	r.mu.Lock()
 	for p, st := range r.held {
-		if p.closed.Load() || (!st.queued && time.Since(st.extended) > runwayIdle) {
+		if p.closed.Load() || (!st.queued && time.Since(st.at) > runwayIdle) {
 			idle = append(idle, p)
 			delete(r.held, p)
 		}
