@@ -13,13 +13,23 @@ import (
 	"github.com/berthmq/berth/internal/vfs"
 )
 
+// openRunwayLog opens a log in a new directory with segments of
+// segmentBytes (0: testConfig's 4 KiB), through fs (nil: the OS).
+func openRunwayLog(t *testing.T, segmentBytes int64, fs vfs.FS) (string, Config, *Log) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := testConfig()
+	if segmentBytes > 0 {
+		cfg.SegmentBytes = segmentBytes
+	}
+	l := openT(t, dir, cfg, Options{FS: fs})
+	return dir, cfg, l
+}
+
 // TestRunwayAppendsOverZeros: preallocated zeros follow the data, appends
 // land on them, and nothing but the batches is ever read, sized or indexed.
 func TestRunwayAppendsOverZeros(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	cfg.SegmentBytes = 64 << 10
-	l := openT(t, dir, cfg, Options{})
+	dir, cfg, l := openRunwayLog(t, 64<<10, nil)
 	appendT(t, l, simpleBatch(3, 100, 1), 0)
 	size := l.Size()
 	n, err := l.ExtendRunway(20 << 10)
@@ -68,9 +78,7 @@ func TestRunwayAppendsOverZeros(t *testing.T) {
 // TestRunwayTrimmedAtRollAndClose: a rolled segment and a cleanly closed
 // log end at their last batch, and a reopened log serves what it had.
 func TestRunwayTrimmedAtRollAndClose(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig() // 4 KiB segments
-	l := openT(t, dir, cfg, Options{})
+	dir, cfg, l := openRunwayLog(t, 0, nil) // 4 KiB segments
 	appendT(t, l, simpleBatch(2, 1000, 1), 0)
 	if _, err := l.ExtendRunway(2048); err != nil {
 		t.Fatal(err)
@@ -104,10 +112,7 @@ func TestRunwayTrimmedAtRollAndClose(t *testing.T) {
 // segment at its last batch without calling it corruption, keeps every
 // batch, and appends go on from there.
 func TestRunwayAfterCrash(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	cfg.SegmentBytes = 64 << 10
-	l := openT(t, dir, cfg, Options{})
+	dir, cfg, l := openRunwayLog(t, 64<<10, nil)
 	for range 3 {
 		appendT(t, l, simpleBatch(2, 300, 1), 0)
 	}
@@ -142,9 +147,7 @@ func TestRunwayAfterCrash(t *testing.T) {
 // runway was written, with the trim lost in a crash, keeps its batches
 // and so do the segments after it (zeros are no corruption).
 func TestRunwayCrashBeforeRolledTrimIsDurable(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	l := openT(t, dir, cfg, Options{})
+	dir, cfg, l := openRunwayLog(t, 0, nil)
 	appendT(t, l, simpleBatch(2, 1000, 1), 0)
 	first := l.Size()
 	appendT(t, l, simpleBatch(2, 1500, 1), 0) // rolls
@@ -174,10 +177,7 @@ func TestRunwayCrashBeforeRolledTrimIsDurable(t *testing.T) {
 // TestRunwayZerosAfterTornBatchAreCorruption: a batch cut short by the
 // crash, then zeros, is still a torn tail (logged as one).
 func TestRunwayZerosAfterTornBatchAreCorruption(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	cfg.SegmentBytes = 64 << 10
-	l := openT(t, dir, cfg, Options{})
+	dir, cfg, l := openRunwayLog(t, 64<<10, nil)
 	appendT(t, l, simpleBatch(2, 300, 1), 0)
 	good := l.Size()
 	if _, err := l.ExtendRunway(8 << 10); err != nil {
@@ -207,11 +207,8 @@ func TestRunwayZerosAfterTornBatchAreCorruption(t *testing.T) {
 // that learns of a failed writeback of the data beside it, so its failure
 // fails the log as Sync's does; nothing acknowledged is lost on reopen.
 func TestRunwayFsyncFailureFailsTheLog(t *testing.T) {
-	dir := t.TempDir()
 	ffs := vfs.NewFaultFS(nil)
-	cfg := testConfig()
-	cfg.SegmentBytes = 64 << 10
-	l := openT(t, dir, cfg, Options{FS: ffs})
+	dir, cfg, l := openRunwayLog(t, 64<<10, ffs)
 	appendT(t, l, simpleBatch(2, 100, 1), 0)
 	if _, err := l.Sync(); err != nil {
 		t.Fatal(err)
@@ -235,11 +232,8 @@ func TestRunwayFsyncFailureFailsTheLog(t *testing.T) {
 // partial zeros past what it reports, leaves the data alone, and appends
 // go on (they extend the file as without a runway).
 func TestRunwayDiskFull(t *testing.T) {
-	dir := t.TempDir()
 	ffs := vfs.NewFaultFS(nil)
-	cfg := testConfig()
-	cfg.SegmentBytes = 1 << 20
-	l := openT(t, dir, cfg, Options{FS: ffs})
+	dir, _, l := openRunwayLog(t, 1<<20, ffs)
 	appendT(t, l, simpleBatch(2, 100, 1), 0)
 	size := l.Size()
 	ffs.FailWritesAfter(200<<10, nil) // room for one chunk and a half

@@ -597,12 +597,21 @@ func (c *Controller) checkCaughtUp(id uint64) error {
 func (c *Controller) TransferLeadership(ctx context.Context, to uint64) error {
 	t := time.NewTicker(c.cfg.TickInterval / 2)
 	defer t.Stop()
+	tick := func() error {
+		select {
+		case <-t.C:
+			return nil
+		case <-c.donec:
+			return c.loopErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	// A voter counts as recently active once the leader heard from it
 	// since its last quorum check (every election timeout), so a live
 	// voter can look inactive for up to a heartbeat: look again for a
 	// little over an election timeout before giving up.
 	giveUp := time.Now().Add(c.electionTimeout() + 2*c.cfg.TickInterval)
-	var target uint64
 	for {
 		started := make(chan uint64, 1)
 		select {
@@ -612,7 +621,7 @@ func (c *Controller) TransferLeadership(ctx context.Context, to uint64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if target = <-started; target != 0 {
+		if <-started != 0 {
 			break
 		}
 		if !c.IsLeader() {
@@ -621,24 +630,16 @@ func (c *Controller) TransferLeadership(ctx context.Context, to uint64) error {
 		if time.Now().After(giveUp) {
 			return fmt.Errorf("%w: no other voter to hand leadership to", ErrInvalidQuorumChange)
 		}
-		select {
-		case <-t.C:
-		case <-c.donec:
-			return c.loopErr()
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := tick(); err != nil {
+			return err
 		}
 	}
 	for {
 		if l := c.Leader(); l != 0 && l != c.cfg.NodeID {
 			return nil
 		}
-		select {
-		case <-t.C:
-		case <-c.donec:
-			return c.loopErr()
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := tick(); err != nil {
+			return err
 		}
 	}
 }
