@@ -80,6 +80,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 	counter("berth_server_bad_frames_total", "Connections closed for malformed or unsupported requests.", func() float64 { return n.serverSum(func(m *server.Metrics) int64 { return m.BadFrames.Load() }) })
 	counter("berth_log_fsyncs_total", "Partition fsyncs.", func() float64 { return float64(rm.Fsyncs.Load()) })
 	counter("berth_log_fsync_seconds_total", "Time spent in partition fsyncs.", func() float64 { return float64(rm.FsyncNanos.Load()) / 1e9 })
+	counter("berth_log_filesystem_syncs_total", "Group-commit rounds that made their partitions durable with one sync of the log directory's filesystem (log.flush.filesystem.partitions) instead of one fsync each; also counted in berth_log_fsyncs_total.", func() float64 { return float64(rm.FilesystemSyncs.Load()) })
 	counter("berth_log_group_commits_total", "Group-commit rounds (one round covers every partition written since the last).", func() float64 { return float64(rm.SyncRounds.Load()) })
 	counter("berth_log_cleaner_runs_total", "Partitions compacted by the log cleaner.", func() float64 { return float64(rm.CleanerRuns.Load()) })
 	counter("berth_log_cleaner_bytes_freed_total", "Bytes the log cleaner removed.", func() float64 { return float64(rm.CleanerBytesFreed.Load()) })

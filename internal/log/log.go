@@ -15,8 +15,8 @@
 // deleted under a reader keeps its file open until the reader is done.
 //
 // Lock order: cleanMu → syncMu → ckptMu → mu → segment.idxMu. syncMu
-// serialises Sync (and Close); Sync holds mu only to snapshot what to fsync,
-// never during the fsync. ckptMu serialises checkpoint writers so a stale
+// serialises Sync (and Close), from BeginSync to End; Sync holds mu only to
+// snapshot what to fsync, never during the fsync. ckptMu serialises checkpoint writers so a stale
 // snapshot never overwrites a newer one. cleanMu serialises Compact, which
 // holds it for a whole round and takes mu only to snapshot the segments and
 // to swap each rewritten group in (clean.go, clean_swap.go).
@@ -386,42 +386,86 @@ func (l *Log) rollLocked(base int64) error {
 // Appends and reads go on during the fsync. After an fsync error the log is
 // failed (ErrFailed): it must be reopened, which recovers from disk.
 func (l *Log) Sync() (int64, error) {
+	return l.BeginSync().End(false)
+}
+
+// PendingSync is a Sync split in two, so that many logs can be made
+// durable by one sync of the filesystem that holds them (syncfs(2))
+// instead of one fsync per file: BeginSync on each, sync the filesystem,
+// then End(true) on each; if that sync failed, End(false) on each, which
+// fsyncs the log's own files and so finds the log whose write failed.
+// Between the two the log's Syncs and Close wait.
+type PendingSync struct {
+	l        *Log
+	done     bool // nothing to sync, or the log is unusable (err)
+	d        int64
+	err      error
+	gen      int64
+	upto     int64
+	rolled   []*segment
+	todo     []*segment
+	dirDirty bool
+	txn      bool
+}
+
+// BeginSync notes what the log holds now (everything appended before the
+// call) for End, which must be called once.
+func (l *Log) BeginSync() *PendingSync {
 	target := l.leo.Load()
 	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
+	ps := &PendingSync{l: l}
 	if err := l.writable(); err != nil {
-		return l.durable.Load(), err
+		ps.done, ps.d, ps.err = true, l.durable.Load(), err
+		return ps
 	}
 	if d := l.durable.Load(); d >= target {
-		return d, nil
+		ps.done, ps.d = true, d
+		return ps
 	}
-
 	l.mu.Lock()
-	gen := l.truncGen.Load()
-	upto := l.leo.Load()
-	rolled := l.unsynced
+	ps.gen = l.truncGen.Load()
+	ps.upto = l.leo.Load()
+	ps.rolled = l.unsynced
 	l.unsynced = nil
-	dirDirty := l.dirDirty
+	ps.dirDirty = l.dirDirty
 	l.dirDirty = false
-	todo := make([]*segment, 0, len(rolled)+1)
-	for _, s := range append(rolled, l.active) {
+	ps.todo = make([]*segment, 0, len(ps.rolled)+1)
+	for _, s := range append(ps.rolled, l.active) {
 		if s.acquire() {
-			todo = append(todo, s)
+			ps.todo = append(ps.todo, s)
 		}
 	}
 	l.mu.Unlock()
+	ps.txn = l.txnDirty.Swap(false)
+	return ps
+}
 
-	err := l.syncSegments(todo)
-	if err == nil {
-		err = l.syncTxnIndexes()
+// End finishes the sync and returns what Sync would. durable says the
+// caller made every file of the log's filesystem durable since
+// BeginSync; otherwise End fsyncs the log's files itself.
+func (ps *PendingSync) End(durable bool) (int64, error) {
+	l := ps.l
+	defer l.syncMu.Unlock()
+	if ps.done {
+		return ps.d, ps.err
 	}
-	if err == nil && dirDirty {
-		err = l.fs.SyncDir(l.dir)
+	var err error
+	if !durable {
+		err = l.syncSegments(ps.todo)
+		if err == nil && ps.txn {
+			err = l.syncTxnFiles()
+		}
+		if err == nil && ps.dirDirty {
+			err = l.fs.SyncDir(l.dir)
+		}
 	}
-	for _, s := range todo {
+	for _, s := range ps.todo {
 		s.release()
 	}
 	if err != nil {
+		if ps.txn {
+			l.txnDirty.Store(true)
+		}
 		l.fail(err)
 		return l.durable.Load(), fmt.Errorf("%w: %w", ErrFailed, err)
 	}
@@ -429,11 +473,11 @@ func (l *Log) Sync() (int64, error) {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()
-	if gen == l.truncGen.Load() && upto > l.durable.Load() {
-		l.durable.Store(upto)
+	if ps.gen == l.truncGen.Load() && ps.upto > l.durable.Load() {
+		l.durable.Store(ps.upto)
 	}
 	d := l.durable.Load()
-	writeRP := len(rolled) > 0 && d > l.rp
+	writeRP := len(ps.rolled) > 0 && d > l.rp
 	var epochs []byte
 	if l.epochs.dirty {
 		epochs = l.epochs.encode()

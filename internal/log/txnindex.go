@@ -440,11 +440,19 @@ func (l *Log) syncTxnIndexes() error {
 	if !l.txnDirty.Swap(false) {
 		return nil
 	}
+	if err := l.syncTxnFiles(); err != nil {
+		l.txnDirty.Store(true)
+		return err
+	}
+	return nil
+}
+
+// syncTxnFiles fsyncs every segment's transaction index.
+func (l *Log) syncTxnFiles() error {
 	segs := l.pinned()
 	defer unpin(segs)
 	for _, s := range segs {
 		if err := s.syncTxn(); err != nil {
-			l.txnDirty.Store(true)
 			return err
 		}
 	}

@@ -295,16 +295,16 @@ func (m *Manager) syncRound() {
 		return
 	}
 	m.Metrics.SyncRounds.Add(1)
+	if m.fsys != nil && len(batch) >= m.cfg.SyncFilesystemPartitions {
+		m.syncFilesystem(batch)
+		return
+	}
 	m.forEach(batch, func(p *Partition) {
 		if p.closed.Load() {
 			return
 		}
 		start := time.Now()
-		gen := p.gen.Load()
-		p.syncMu.Lock()
-		groups := p.unsynced
-		p.unsynced = nil
-		p.syncMu.Unlock()
+		gen, groups := p.takeUnsynced()
 		if m.syncHook != nil {
 			m.syncHook(p)
 		}
@@ -312,27 +312,99 @@ func (m *Manager) syncRound() {
 		took := time.Since(start)
 		m.Metrics.Fsyncs.Add(1)
 		m.Metrics.FsyncNanos.Add(int64(took))
-		n := 0
-		for _, g := range groups {
-			m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
-			m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
-			n += g.n
+		m.synced(p, gen, groups, start, took, off, err)
+	})
+}
+
+// takeUnsynced returns the partition's staging generation and the write
+// groups an fsync starting now covers.
+func (p *Partition) takeUnsynced() (uint64, []writtenGroup) {
+	gen := p.gen.Load()
+	p.syncMu.Lock()
+	groups := p.unsynced
+	p.unsynced = nil
+	p.syncMu.Unlock()
+	return gen, groups
+}
+
+// syncFilesystem makes a round's partitions durable with one sync of the
+// log directory's filesystem (log.flush.filesystem.partitions): one
+// journal commit and one device flush instead of one per partition. If it
+// fails, each partition fsyncs its own files, so only the partition whose
+// write-back failed is failed.
+func (m *Manager) syncFilesystem(batch []*Partition) {
+	type pending struct {
+		p      *Partition
+		gen    uint64
+		groups []writtenGroup
+		ps     *blog.PendingSync
+	}
+	pend := make([]pending, 0, len(batch))
+	for _, p := range batch {
+		if p.closed.Load() {
+			continue
 		}
-		if n > 0 && err == nil && p.leading.Load() {
-			p.replicated(durableGroup{end: off, n: n, at: start.Add(took)})
+		gen, groups := p.takeUnsynced()
+		if m.syncHook != nil {
+			m.syncHook(p)
 		}
-		if err != nil {
-			if errors.Is(err, blog.ErrClosed) {
-				return
-			}
-			p.fail(err)
+		pend = append(pend, pending{p: p, gen: gen, groups: groups, ps: p.log.BeginSync()})
+	}
+	start := time.Now()
+	err := m.fsys.Sync()
+	took := time.Since(start)
+	m.Metrics.Fsyncs.Add(1)
+	m.Metrics.FsyncNanos.Add(int64(took))
+	m.Metrics.FilesystemSyncs.Add(1)
+	if err == nil {
+		for _, x := range pend {
+			off, err := x.ps.End(true)
+			m.synced(x.p, x.gen, x.groups, start, took, off, err)
+		}
+		return
+	}
+	m.log.Warn("syncing the log directory's filesystem failed; fsyncing each partition's files to find the one that failed",
+		"partitions", len(pend), "err", err)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, x := range pend {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			off, err := x.ps.End(false)
+			m.Metrics.Fsyncs.Add(1)
+			m.synced(x.p, x.gen, x.groups, start, time.Since(start), off, err)
+			<-sem
+		}()
+	}
+	wg.Wait()
+}
+
+// synced finishes a partition's part of a sync round: the fsync that
+// started at start and took took made its log durable up to off (or failed
+// with err), covering groups, at staging generation gen.
+func (m *Manager) synced(p *Partition, gen uint64, groups []writtenGroup, start time.Time, took time.Duration, off int64, err error) {
+	n := 0
+	for _, g := range groups {
+		m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
+		m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
+		n += g.n
+	}
+	if n > 0 && err == nil && p.leading.Load() {
+		p.replicated(durableGroup{end: off, n: n, at: start.Add(took)})
+	}
+	if err != nil {
+		if errors.Is(err, blog.ErrClosed) {
 			return
 		}
-		p.advanceIfGen(off, gen)
-		if m.cfg.Fsync {
-			m.wantRunway(p)
-		}
-	})
+		p.fail(err)
+		return
+	}
+	p.advanceIfGen(off, gen)
+	if m.cfg.Fsync {
+		m.wantRunway(p)
+	}
 }
 
 // advanceIfGen advances the high watermark after an fsync that started

@@ -36,8 +36,12 @@ type ManagerConfig struct {
 	// past a busy partition's data in fsync mode (prealloc.go); 0: none.
 	PreallocateBytes int64
 	FlushInterval    time.Duration // log.flush.interval.ms, for durability.mode=os
-	RetentionCheck   time.Duration // log.retention.check.interval.ms
-	ProducerExpiry   time.Duration // producer.id.expiration.ms
+	// SyncFilesystemPartitions is log.flush.filesystem.partitions: in fsync
+	// mode, a sync round with at least this many partitions syncs the log
+	// directory's whole filesystem once instead of fsyncing each; 0: never.
+	SyncFilesystemPartitions int
+	RetentionCheck           time.Duration // log.retention.check.interval.ms
+	ProducerExpiry           time.Duration // producer.id.expiration.ms
 	// MinFreeBytes: below this much free space in Dir, produce is refused
 	// with KAFKA_STORAGE_ERROR until space returns.
 	MinFreeBytes int64
@@ -116,6 +120,10 @@ type Manager struct {
 	Metrics ManagerMetrics
 
 	runways runways // prealloc.go
+
+	// fsys syncs the filesystem of cfg.Dir for rounds of at least
+	// cfg.SyncFilesystemPartitions partitions; nil: each is fsynced.
+	fsys vfs.Filesystem
 }
 
 // ManagerMetrics are counters read by /metrics.
@@ -125,9 +133,12 @@ type ManagerMetrics struct {
 	Fsyncs            atomic.Int64
 	FsyncNanos        atomic.Int64
 	SyncRounds        atomic.Int64
-	RetentionSegs     atomic.Int64
-	ISRShrinks        atomic.Int64
-	ISRExpands        atomic.Int64
+	// FilesystemSyncs counts sync rounds that synced the log directory's
+	// filesystem once instead of fsyncing each partition.
+	FilesystemSyncs atomic.Int64
+	RetentionSegs   atomic.Int64
+	ISRShrinks      atomic.Int64
+	ISRExpands      atomic.Int64
 	// ISRChangeFailures counts ISR changes that the controller refused or
 	// that did not commit.
 	ISRChangeFailures atomic.Int64
@@ -180,7 +191,33 @@ func NewManager(cfg ManagerConfig) *Manager {
 		fetchers: map[int32]*fetcher{},
 	}
 	m.runways.init()
+	m.openFilesystem()
 	return m
+}
+
+// openFilesystem opens the handle that syncs the log directory's
+// filesystem, before any partition file is written (it reports write-back
+// errors since it was opened).
+func (m *Manager) openFilesystem() {
+	if !m.cfg.Fsync || m.cfg.SyncFilesystemPartitions <= 0 {
+		return
+	}
+	fss, ok := m.cfg.FS.(vfs.FilesystemSyncer)
+	if !ok {
+		return
+	}
+	if err := m.cfg.FS.MkdirAll(m.cfg.Dir, 0o755); err != nil {
+		m.log.Warn("log directory: each partition is fsynced on its own", "dir", m.cfg.Dir, "err", err)
+		return
+	}
+	fsys, err := fss.OpenFilesystem(m.cfg.Dir)
+	if err != nil {
+		if !errors.Is(err, errors.ErrUnsupported) {
+			m.log.Warn("cannot sync the log directory's filesystem at once; each partition is fsynced on its own", "dir", m.cfg.Dir, "err", err)
+		}
+		return
+	}
+	m.fsys = fsys
 }
 
 // Start runs the syncer, retention, disk-space and ISR loops, and the
@@ -267,20 +304,49 @@ func (m *Manager) Close() error {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var first error
+	var all []*Partition
 	for _, ps := range m.parts {
 		for _, p := range ps {
-			if p == nil {
-				continue
-			}
-			if err := m.closePartition(p); err != nil && first == nil {
-				first = err
+			if p != nil {
+				all = append(all, p)
 			}
 		}
 	}
+	// In parallel: each close is a handful of fsyncs (segment, indexes,
+	// checkpoints), which the device serves better many at a time; one
+	// after another, 10,000 partitions took 93 s to stop.
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+		next  atomic.Int64
+	)
+	for range min(len(all), closeParallelism) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(all)); i = next.Add(1) - 1 {
+				if err := m.closePartition(all[i]); err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	m.parts = map[string][]*Partition{}
+	if m.fsys != nil {
+		m.fsys.Close()
+		m.fsys = nil
+	}
 	return first
 }
+
+// closeParallelism is how many partitions Close closes at once.
+const closeParallelism = 32
 
 func (m *Manager) closePartition(p *Partition) error {
 	if err := p.flush(); err == nil {

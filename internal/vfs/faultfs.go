@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ type FaultFS struct {
 	fileSyncErr error
 	dirSyncErr  error
 	syncHook    func(name string)
+	fsSync      bool
 	written     int64
 	recording   bool
 	ops         []string
@@ -34,7 +36,7 @@ type FaultFS struct {
 // Fault makes chosen operations through a FaultFS fail; see Inject.
 type Fault struct {
 	// Op is the operation, named as in Ops: "open", "write", "sync",
-	// "close", "remove", "rename" or "syncdir".
+	// "close", "remove", "rename", "syncdir" or "syncfs".
 	Op string
 	// Match picks the files (the directory of a syncdir; either name of a
 	// rename); nil picks every one.
@@ -91,6 +93,19 @@ func (f *FaultFS) injected(op string, names ...string) error {
 		}
 		ft.failed++
 		return ft.Err
+	}
+	return nil
+}
+
+// pendingSyncFault returns the error of the first armed "sync" fault that
+// may still fail an fsync, without counting an operation against it.
+func (f *FaultFS) pendingSyncFault() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ft := range f.faults {
+		if ft.Op == "sync" && (ft.Times == 0 || ft.failed < ft.Times) {
+			return ft.Err
+		}
 	}
 	return nil
 }
@@ -242,6 +257,63 @@ func (f *FaultFS) SyncDir(dir string) error {
 	}
 	return f.fs.SyncDir(dir)
 }
+
+// EnableFilesystemSync lets OpenFilesystem pass to the wrapped FS. Off by
+// default, so that a test's fsync faults and hook see every file's fsync.
+func (f *FaultFS) EnableFilesystemSync() {
+	f.mu.Lock()
+	f.fsSync = true
+	f.mu.Unlock()
+}
+
+// OpenFilesystem passes to the wrapped FS after EnableFilesystemSync
+// (errors.ErrUnsupported before, or if the wrapped FS cannot). The
+// handle's Sync is recorded ("syncfs", with dir as its name, for Inject
+// and the sync hook) and fails, as a real syncfs would report a file's
+// failed write-back, while FailSyncs or FailFileSyncs is set or a "sync"
+// fault is armed and not used up (the fsyncs that follow it find the file).
+func (f *FaultFS) OpenFilesystem(dir string) (Filesystem, error) {
+	f.mu.Lock()
+	enabled := f.fsSync
+	f.mu.Unlock()
+	fss, ok := f.fs.(FilesystemSyncer)
+	if !ok || !enabled {
+		return nil, errors.ErrUnsupported
+	}
+	inner, err := fss.OpenFilesystem(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFilesystem{inner: inner, fs: f, dir: dir}, nil
+}
+
+type faultFilesystem struct {
+	inner Filesystem
+	fs    *FaultFS
+	dir   string
+}
+
+func (s *faultFilesystem) Sync() error {
+	s.fs.record("syncfs", s.dir)
+	s.fs.mu.Lock()
+	hook := s.fs.syncHook
+	s.fs.mu.Unlock()
+	if hook != nil {
+		hook(s.dir)
+	}
+	if err, _ := s.fs.syncErrors(); err != nil {
+		return err
+	}
+	if err := s.fs.pendingSyncFault(); err != nil {
+		return err
+	}
+	if err := s.fs.injected("syncfs", s.dir); err != nil {
+		return err
+	}
+	return s.inner.Sync()
+}
+
+func (s *faultFilesystem) Close() error { return s.inner.Close() }
 
 type faultFile struct {
 	File

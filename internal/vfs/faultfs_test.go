@@ -71,3 +71,45 @@ func TestFaultFSInjectEveryOperation(t *testing.T) {
 		t.Fatalf("a failed remove removed the file (%q)", got)
 	}
 }
+
+// A FaultFS offers filesystem syncs only when asked, so a test's fsync
+// faults see every file's fsync; once enabled, the sync fails while a file
+// fsync fault is armed and unused, without using it up.
+func TestFaultFSFilesystemSync(t *testing.T) {
+	f := NewFaultFS(nil)
+	dir := t.TempDir()
+	if _, err := f.OpenFilesystem(dir); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("OpenFilesystem before EnableFilesystemSync: %v, want ErrUnsupported", err)
+	}
+	f.EnableFilesystemSync()
+	fsys, err := f.OpenFilesystem(dir)
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("this OS cannot sync a filesystem at once")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	if err := fsys.Sync(); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	f.Inject(Fault{Op: "sync", Times: 1})
+	if err := fsys.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Sync with a file fsync fault armed: %v, want EIO", err)
+	}
+	file, err := f.OpenFile(dir+"/x", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if err := file.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the file's fsync: %v, want the armed EIO (the filesystem sync must not use it up)", err)
+	}
+	if err := fsys.Sync(); err != nil {
+		t.Fatalf("Sync once the fault is used up: %v", err)
+	}
+	f.Inject(Fault{Op: "syncfs"})
+	if err := fsys.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Sync with a syncfs fault: %v, want EIO", err)
+	}
+}

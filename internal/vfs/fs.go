@@ -38,6 +38,28 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
+// FilesystemSyncer is an FS that can make every file of the filesystem
+// holding a directory durable in one call (Linux's syncfs(2)): one journal
+// commit and one device flush instead of one per file, which is what a
+// group commit wants when it has hundreds of partitions to fsync. OS
+// implements it on Linux; FaultFS when the FS it wraps does.
+type FilesystemSyncer interface {
+	// OpenFilesystem returns a handle on the filesystem holding dir. Open
+	// it before writing the files it is to sync: its Sync reports a failed
+	// write-back of any file of the filesystem since it was opened (once,
+	// to the first Sync after the failure), never an older one.
+	OpenFilesystem(dir string) (Filesystem, error)
+}
+
+// Filesystem is a handle from FilesystemSyncer.OpenFilesystem.
+type Filesystem interface {
+	// Sync makes every file of the filesystem durable, as fsync would
+	// each. On an error it does not say which file failed: fsync each to
+	// find out (their own error reports are not consumed by Sync).
+	Sync() error
+	Close() error
+}
+
 // OS returns the FS of the operating system.
 func OS() FS { return osFS{} }
 
