@@ -23,7 +23,7 @@ func openPartitions(t *testing.T, ffs *vfs.FaultFS, n int) (*Manager, []*Partiti
 	t.Helper()
 	ffs.EnableFilesystemSync()
 	m := NewManager(ManagerConfig{
-		Dir: t.TempDir(), NodeID: 1, Fsync: true, SyncFilesystemPartitions: 2,
+		Dir: t.TempDir(), NodeID: 1, Fsync: true, SyncFilesystemPartitions: 2, PreallocateBytes: 1 << 20,
 		Resolve: func(*metadata.Topic) TopicConfig {
 			return TopicConfig{
 				Log: blog.DefaultConfig(), MaxMessageBytes: 16 << 20,
@@ -71,8 +71,9 @@ func appendAll(t *testing.T, m *Manager, ps []*Partition, tag string) []AppendRe
 
 // A round of several partitions is made durable by one sync of the log
 // directory's filesystem, not one fsync per partition: every high
-// watermark moves, and the segments are not fsynced one by one. A round of
-// one partition fsyncs it.
+// watermark moves, and the segments are not fsynced one by one, nor given
+// a runway of zeros (which would slow the filesystem sync). A round of one
+// partition fsyncs it and asks for its runway.
 func TestFilesystemSyncRound(t *testing.T) {
 	ffs := vfs.NewFaultFS(nil)
 	m, ps := openPartitions(t, ffs, 4)
@@ -100,8 +101,15 @@ func TestFilesystemSyncRound(t *testing.T) {
 			syncfs, m.Metrics.FilesystemSyncs.Load(), segSyncs, ops)
 	}
 
+	if n := runwaysHeld(m); n != 0 {
+		t.Fatalf("%d partitions asked for a runway after a filesystem sync, want 0", n)
+	}
+
 	ffs.Record()
 	appendAll(t, m, ps[:1], "b")
+	if n := runwaysHeld(m); n != 1 {
+		t.Fatalf("%d partitions asked for a runway after partition 0's own fsync, want 1", n)
+	}
 	if hw := ps[0].HighWatermark(); hw != 4 {
 		t.Fatalf("one partition's round: high watermark %d, want 4", hw)
 	}
@@ -154,4 +162,10 @@ func TestFilesystemSyncFailureFindsThePartition(t *testing.T) {
 			t.Fatalf("partition %d after the next round: high watermark %d, want 4", i, hw)
 		}
 	}
+}
+
+func runwaysHeld(m *Manager) int {
+	m.runways.mu.Lock()
+	defer m.runways.mu.Unlock()
+	return len(m.runways.held)
 }
