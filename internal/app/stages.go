@@ -8,7 +8,8 @@ import (
 
 var descStage = prometheus.NewDesc("berth_produce_stage_seconds",
 	"Time produce requests (queue, validate, response, total: per request) and their batches "+
-		"(flush_wait, write, fsync_wait, fsync, isr_wait: per partition batch) spent in each stage of the produce path on this node. "+
+		"(flush_wait, write, fsync_wait, fsync, isr_wait: per partition batch; replica_write, replica_fsync, replica_ack: "+
+		"on a follower, per partition of a fetch response with data) spent in each stage of the produce path on this node. "+
 		"The batch stages count durability.mode=fsync only.",
 	[]string{"stage"}, nil)
 

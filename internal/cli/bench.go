@@ -251,8 +251,10 @@ With --breakdown, the brokers' per-stage produce latency histograms
 (berth_produce_stage_seconds, read from each broker's /metrics before and
 after the run) are printed beside the client's figures: queue, validate,
 flush_wait, write, fsync_wait, fsync, isr_wait, response and total, so one
-run shows where the p99 goes. Give every broker that leads a partition of
-the topic with --metrics-url.`,
+run shows where the p99 goes; with followers among the brokers given,
+also replica_write, replica_fsync and replica_ack, their part of isr_wait.
+Give every broker that leads a partition of the topic with --metrics-url
+(and its followers, to see theirs).`,
 		Example: `  berth bench produce --topic bench --num-records 1000000
   berth bench produce --topic bench --duration 30s --throughput 50000 --acks 1 --compression lz4
   berth bench produce --topic bench --duration 10s --throughput 10000 --breakdown --metrics-url http://127.0.0.1:8081/metrics`,

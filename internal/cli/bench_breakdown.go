@@ -137,6 +137,9 @@ func stageRows(before, after map[string]*stageHist) []stageRow {
 			d.count -= min(d.count, b.count)
 			d.sum -= b.sum
 		}
+		if d.count == 0 && st.Follower() {
+			continue // no follower among the brokers scraped, or none fetched
+		}
 		row := stageRow{Stage: st.String(), Count: d.count}
 		if d.count > 0 {
 			finite := d.bounds[:len(d.bounds)-1]
@@ -152,7 +155,7 @@ func stageRows(before, after map[string]*stageHist) []stageRow {
 // printBreakdown prints the stage table under the client's figures.
 func printBreakdown(w io.Writer, client latencySummary, rows []stageRow) error {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Where the time went (brokers' berth_produce_stage_seconds over this run; per request, or per batch for flush_wait..isr_wait):")
+	fmt.Fprintln(w, "Where the time went (brokers' berth_produce_stage_seconds over this run; per request, or per batch for flush_wait..isr_wait, replica_* on followers):")
 	t := newTable(w, "stage", "count", "mean ms", "p50 ms", "p99 ms", "p99.9 ms")
 	for _, r := range rows {
 		if r.Count == 0 {

@@ -30,6 +30,15 @@ const (
 	FsyncWait
 	// Fsync: the fsync that made the batches durable on this node.
 	Fsync
+	// ReplicaWrite, on a follower, per partition of a fetch response with
+	// data: from the response read to its batches written to the log.
+	ReplicaWrite
+	// ReplicaFsync, on a follower: from those batches written to their
+	// fsync done (the wait for the sync round and the fsync).
+	ReplicaFsync
+	// ReplicaAck, on a follower: from those batches durable to the next
+	// fetch sent, whose offset tells the leader they are.
+	ReplicaAck
 	// ISRWait: a leader's fsynced batch waiting for the high watermark
 	// (every in-sync follower has fetched, written and fsynced it); about
 	// zero without followers.
@@ -41,7 +50,12 @@ const (
 	numStages
 )
 
-var names = [numStages]string{"queue", "validate", "flush_wait", "write", "fsync_wait", "fsync", "isr_wait", "response", "total"}
+var names = [numStages]string{"queue", "validate", "flush_wait", "write", "fsync_wait", "fsync",
+	"replica_write", "replica_fsync", "replica_ack", "isr_wait", "response", "total"}
+
+// Follower reports whether the stage is counted on followers (the
+// replica_* stages), not on the leader that took the request.
+func (s Stage) Follower() bool { return s >= ReplicaWrite && s <= ReplicaAck }
 
 // String is the stage's label value in /metrics.
 func (s Stage) String() string { return names[s] }

@@ -599,5 +599,24 @@ func TestReplicationISRWaitIsCounted(t *testing.T) {
 		case b.id != leader && n != 0:
 			t.Errorf("follower %d counted %d isr_wait batches", b.id, n)
 		}
+		for _, st := range []latency.Stage{latency.ReplicaWrite, latency.ReplicaFsync, latency.ReplicaAck} {
+			count := func() uint64 { _, n, _ := b.mgr.Metrics.Stages[st].Snapshot(); return n }
+			if b.id == leader {
+				if n := count(); n != 0 {
+					t.Errorf("leader %d counted %d in follower stage %s", b.id, n, st)
+				}
+				continue
+			}
+			// The last fetched data's ack is the fetch after its fsync.
+			for deadline := time.Now().Add(10 * time.Second); count() == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if count() == 0 {
+				t.Errorf("follower %d counted nothing in stage %s", b.id, st)
+			}
+		}
+		if b.id != leader && fs != 0 {
+			t.Errorf("follower %d counted %d batches in the leader's fsync stage (its own are replica_fsync)", b.id, fs)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berthmq/berth/internal/batch"
+	"github.com/berthmq/berth/internal/latency"
 	blog "github.com/berthmq/berth/internal/log"
 	"github.com/berthmq/berth/internal/metadata"
 	"github.com/berthmq/berth/internal/peer"
@@ -342,6 +343,14 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []follow
 	if err := waitSynced(ctx, ready); err != nil {
 		return err
 	}
+	sent := time.Now()
+	for _, fp := range ready {
+		// This fetch's offset acknowledges what became durable since the
+		// last (the replica_ack stage).
+		if at := fp.p.durableUnacked.Swap(0); at != 0 {
+			f.m.Metrics.Stages.Observe(latency.ReplicaAck, sent.Sub(time.Unix(0, at)))
+		}
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 13
 	req.ReplicaID = cfg.NodeID
@@ -372,6 +381,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []follow
 	if err != nil {
 		return err
 	}
+	got := time.Now()
 	resp := kr.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return fmt.Errorf("fetch from leader %d: %w", f.leader, err)
@@ -392,7 +402,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, parts []follow
 			if !ok {
 				continue
 			}
-			f.handlePartition(fp, &rp)
+			f.handlePartition(fp, &rp, got)
 			if fp.p.throttled() {
 				throttledBytes += int64(len(rp.RecordBatches))
 				throttled = append(throttled, fp)
@@ -424,8 +434,8 @@ func (f *fetcher) throttle(parts []followed, n int64) {
 	}
 }
 
-// handlePartition applies one partition's fetch result.
-func (f *fetcher) handlePartition(fp followed, rp *kmsg.FetchResponseTopicPartition) {
+// handlePartition applies one partition's fetch result, read at got.
+func (f *fetcher) handlePartition(fp followed, rp *kmsg.FetchResponseTopicPartition, got time.Time) {
 	p := fp.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
@@ -448,7 +458,7 @@ func (f *fetcher) handlePartition(fp followed, rp *kmsg.FetchResponseTopicPartit
 		return
 	}
 	if len(rp.RecordBatches) > 0 {
-		if err := p.appendReplicated(rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset); err != nil {
+		if err := p.appendReplicated(rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset, got); err != nil {
 			if errors.Is(err, blog.ErrOffsetOrder) {
 				f.update(p, fp.st.epoch, func(st *fetchState) { st.truncated = false })
 				return
@@ -500,7 +510,7 @@ func waitSynced(ctx context.Context, parts []followed) error {
 
 // appendReplicated appends batches copied from the leader (offsets and
 // epochs as the leader assigned them) and queues them for the fsync.
-func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64) error {
+func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64, got time.Time) error {
 	// A fetch may end with a partial batch (the leader cut at the byte
 	// limit): keep whole batches only.
 	n := 0
@@ -570,6 +580,13 @@ func (p *Partition) appendReplicated(data []byte, leaderHW, leaderLogStart int64
 		}
 	}
 	p.setLeaderHW(leaderHW)
+	written := time.Now()
+	if !got.IsZero() {
+		p.mgr.Metrics.Stages.Observe(latency.ReplicaWrite, written.Sub(got))
+	}
+	p.syncMu.Lock()
+	p.unsynced = append(p.unsynced, writtenGroup{at: written, n: 1})
+	p.syncMu.Unlock()
 	p.mgr.markDirty(p)
 	return nil
 }

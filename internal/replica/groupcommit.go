@@ -376,13 +376,22 @@ func (m *Manager) syncFilesystem(batch []*Partition) {
 // make it slower (500 partitions: 21 ms against 5 ms appending).
 func (m *Manager) synced(p *Partition, gen uint64, groups []writtenGroup, start time.Time, took time.Duration, off int64, err error, runway bool) {
 	n := 0
+	leading := p.leading.Load()
+	done := start.Add(took)
 	for _, g := range groups {
-		m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
-		m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
+		if leading {
+			m.Metrics.Stages.ObserveN(latency.FsyncWait, start.Sub(g.at), g.n)
+			m.Metrics.Stages.ObserveN(latency.Fsync, took, g.n)
+		} else if err == nil {
+			m.Metrics.Stages.ObserveN(latency.ReplicaFsync, done.Sub(g.at), g.n)
+		}
 		n += g.n
 	}
-	if n > 0 && err == nil && p.leading.Load() {
-		p.replicated(durableGroup{end: off, n: n, at: start.Add(took)})
+	if n > 0 && err == nil && !leading {
+		p.durableUnacked.CompareAndSwap(0, done.UnixNano())
+	}
+	if n > 0 && err == nil && leading {
+		p.replicated(durableGroup{end: off, n: n, at: done})
 	}
 	if err != nil {
 		if errors.Is(err, blog.ErrClosed) {

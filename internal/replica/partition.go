@@ -70,10 +70,15 @@ type Partition struct {
 	// stagedAborted are the transaction index entries of the ABORT
 	// markers among staged, written with them.
 	stagedAborted []blog.AbortedTxn
-	// unsynced are the flusher's writes the syncer has not fsynced yet,
-	// for the fsync_wait stage; guarded by syncMu.
+	// unsynced are the flusher's writes (on a follower, the fetcher's)
+	// the syncer has not fsynced yet, for the fsync_wait and fsync stages
+	// (replica_fsync); guarded by syncMu.
 	syncMu   sync.Mutex
 	unsynced []writtenGroup
+	// durableUnacked is when (Unix ns) a follower's fetched data last
+	// became durable with no fetch sent since to tell the leader, for the
+	// replica_ack stage; 0 when none.
+	durableUnacked atomic.Int64
 	// replicating are fsynced batches of this leader that the high
 	// watermark has not passed yet, for the isr_wait stage; guarded by
 	// syncMu, cleared on a leadership change.

@@ -47,7 +47,7 @@ func TestProducerSnapshotNeverAheadOfTheLog(t *testing.T) {
 	mk := batch.BuildControl(7, 0, batch.ControlAbort, 1, time.Now().UnixMilli())
 	binary.BigEndian.PutUint64(mk[0:], 2)
 	binary.BigEndian.PutUint32(mk[12:], 1)
-	if err := p.appendReplicated(mk, 3, 0); err != nil {
+	if err := p.appendReplicated(mk, 3, 0, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 2}}
