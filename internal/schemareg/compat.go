@@ -1,0 +1,121 @@
+package schemareg
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+)
+
+// parsed is a schema parsed with its references resolved.
+type parsed struct {
+	typ  string
+	avro avro.Schema
+}
+
+// canonical is the schema's normalised text (normalize=true).
+func (p *parsed) canonical() string {
+	if p.avro != nil {
+		return p.avro.String()
+	}
+	return ""
+}
+
+// errInvalidSchema is a schema that does not parse (42201).
+type errInvalidSchema struct{ msg string }
+
+func (e *errInvalidSchema) Error() string { return e.msg }
+
+// maxReferenceDepth bounds reference chains (and cycles).
+const maxReferenceDepth = 32
+
+// parse parses c, resolving its references against s.
+func (s *state) parse(c content) (*parsed, error) {
+	switch typeOrAvro(c.Type) {
+	case TypeAvro:
+		cache := &avro.SchemaCache{}
+		if err := s.loadAvroRefs(c.References, cache, 0); err != nil {
+			return nil, err
+		}
+		sch, err := avro.ParseWithCache(c.Schema, "", cache)
+		if err != nil {
+			return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema %s: %v", abbreviate(c.Schema), err)}
+		}
+		return &parsed{typ: TypeAvro, avro: sch}, nil
+	case TypeJSON, TypeProtobuf:
+		return nil, &errInvalidSchema{fmt.Sprintf("Schema type %s is not supported by this Berth version yet; AVRO is", c.Type)}
+	default:
+		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema type %q: want AVRO, JSON or PROTOBUF", c.Type)}
+	}
+}
+
+// loadAvroRefs parses referenced schemas (their own references first)
+// into cache, so the named types they define resolve.
+func (s *state) loadAvroRefs(refs []Reference, cache *avro.SchemaCache, depth int) error {
+	if depth > maxReferenceDepth {
+		return &errInvalidSchema{"Invalid schema: references nest deeper than 32 (a cycle?)"}
+	}
+	for _, r := range refs {
+		sv := s.subjects[r.Subject][r.Version]
+		if sv == nil {
+			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q to subject %q version %d not found", r.Name, r.Subject, r.Version)}
+		}
+		if err := s.loadAvroRefs(sv.References, cache, depth+1); err != nil {
+			return err
+		}
+		if _, err := avro.ParseWithCache(sv.Schema, "", cache); err != nil {
+			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q (subject %q version %d): %v", r.Name, r.Subject, r.Version, err)}
+		}
+	}
+	return nil
+}
+
+// compatible checks a new schema against the earlier ones (oldest first)
+// at level and returns why it is not compatible; none when it is.
+func compatible(level string, next *parsed, earlier []*parsed) []string {
+	if level == LevelNone || len(earlier) == 0 {
+		return nil
+	}
+	against := earlier
+	if !strings.HasSuffix(level, "_TRANSITIVE") {
+		against = earlier[len(earlier)-1:]
+	}
+	backward := strings.HasPrefix(level, "BACKWARD") || strings.HasPrefix(level, "FULL")
+	forward := strings.HasPrefix(level, "FORWARD") || strings.HasPrefix(level, "FULL")
+	var msgs []string
+	for i := len(against) - 1; i >= 0; i-- {
+		old := against[i]
+		if old.typ != next.typ {
+			msgs = append(msgs, fmt.Sprintf("Incompatible schema type: %s against %s", next.typ, old.typ))
+			continue
+		}
+		if backward {
+			if err := readable(next, old); err != nil {
+				msgs = append(msgs, fmt.Sprintf("BACKWARD: the new schema cannot read data written with an earlier one (%s): %v", abbreviate(old.canonical()), err))
+			}
+		}
+		if forward {
+			if err := readable(old, next); err != nil {
+				msgs = append(msgs, fmt.Sprintf("FORWARD: an earlier schema (%s) cannot read data written with the new one: %v", abbreviate(old.canonical()), err))
+			}
+		}
+	}
+	return msgs
+}
+
+// readable reports whether reader can read data written with writer.
+func readable(reader, writer *parsed) error {
+	if reader.avro != nil && writer.avro != nil {
+		return avro.NewSchemaCompatibility().Compatible(reader.avro, writer.avro)
+	}
+	return fmt.Errorf("schema type %s has no compatibility rules yet", reader.typ)
+}
+
+// abbreviate shortens a schema for a message.
+func abbreviate(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

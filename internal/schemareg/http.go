@@ -1,0 +1,379 @@
+package schemareg
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// ContentType is what the registry answers with (and accepts, beside
+// application/json and application/octet-stream, as Confluent does).
+const ContentType = "application/vnd.schemaregistry.v1+json"
+
+// maxBody bounds a request body (a schema with its references list).
+const maxBody = 16 << 20
+
+// Handler serves the Confluent Schema Registry REST API for reg.
+func Handler(reg *Registry) http.Handler {
+	h := &api{reg: reg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, map[string]any{}) })
+	mux.HandleFunc("GET /subjects", h.subjects)
+	mux.HandleFunc("POST /subjects/{subject}", h.lookUp)
+	mux.HandleFunc("DELETE /subjects/{subject}", h.deleteSubject)
+	mux.HandleFunc("GET /subjects/{subject}/versions", h.versions)
+	mux.HandleFunc("POST /subjects/{subject}/versions", h.register)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}", h.version)
+	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", h.deleteVersion)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/schema", h.versionSchema)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy)
+	mux.HandleFunc("GET /schemas/ids/{id}", h.byID)
+	mux.HandleFunc("GET /schemas/ids/{id}/schema", h.byIDSchema)
+	mux.HandleFunc("GET /schemas/ids/{id}/subjects", h.idSubjects)
+	mux.HandleFunc("GET /schemas/ids/{id}/versions", h.idVersions)
+	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, []string{TypeJSON, TypeProtobuf, TypeAvro})
+	})
+	mux.HandleFunc("GET /config", h.getConfig)
+	mux.HandleFunc("PUT /config", h.putConfig)
+	mux.HandleFunc("DELETE /config", h.deleteConfig)
+	mux.HandleFunc("GET /config/{subject}", h.getConfig)
+	mux.HandleFunc("PUT /config/{subject}", h.putConfig)
+	mux.HandleFunc("DELETE /config/{subject}", h.deleteConfig)
+	mux.HandleFunc("GET /mode", h.getMode)
+	mux.HandleFunc("PUT /mode", h.putMode)
+	mux.HandleFunc("DELETE /mode", h.deleteMode)
+	mux.HandleFunc("GET /mode/{subject}", h.getMode)
+	mux.HandleFunc("PUT /mode/{subject}", h.putMode)
+	mux.HandleFunc("DELETE /mode/{subject}", h.deleteMode)
+	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions/{version}", h.check)
+	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions", h.check)
+	mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, []string{"."}) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			writeError(w, &Error{http.StatusNotFound, http.StatusNotFound, "HTTP 404 Not Found"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+type api struct{ reg *Registry }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", ContentType)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{500, 50001, err.Error()}
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e)
+}
+
+func boolParam(r *http.Request, name string) bool {
+	v, _ := strconv.ParseBool(r.URL.Query().Get(name))
+	return v
+}
+
+// versionParam parses {version}: 1..2^31-1, "latest" or -1 (the newest,
+// returned as -1).
+func versionParam(r *http.Request) (int, error) {
+	s := r.PathValue("version")
+	if s == "latest" {
+		return -1, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v == 0 || v < -1 || v > math.MaxInt32 {
+		return 0, errInvalidVersion(s)
+	}
+	return int(v), nil
+}
+
+func idParam(r *http.Request) (int, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil || id <= 0 {
+		return 0, errSchemaNotFound()
+	}
+	return int(id), nil
+}
+
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		return &Error{http.StatusBadRequest, http.StatusBadRequest, fmt.Sprintf("Malformed request body: %v", err)}
+	}
+	return nil
+}
+
+func (h *api) subjects(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, h.reg.Subjects(r.URL.Query().Get("subjectPrefix"), boolParam(r, "deleted")))
+}
+
+func (h *api) register(w http.ResponseWriter, r *http.Request) {
+	var req SchemaRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if strings.TrimSpace(req.Schema) == "" {
+		writeError(w, errInvalidSchemaErr("Empty schema"))
+		return
+	}
+	id, err := h.reg.Register(r.Context(), r.PathValue("subject"), req, boolParam(r, "normalize"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]int{"id": id})
+}
+
+func (h *api) lookUp(w http.ResponseWriter, r *http.Request) {
+	var req SchemaRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	sv, err := h.reg.LookUp(r.PathValue("subject"), req, boolParam(r, "normalize"), boolParam(r, "deleted"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, sv)
+}
+
+func (h *api) versions(w http.ResponseWriter, r *http.Request) {
+	vs, err := h.reg.Versions(r.PathValue("subject"), boolParam(r, "deleted"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, vs)
+}
+
+func (h *api) subjectVersion(r *http.Request) (SubjectVersion, error) {
+	v, err := versionParam(r)
+	if err != nil {
+		return SubjectVersion{}, err
+	}
+	return h.reg.Version(r.PathValue("subject"), v, boolParam(r, "deleted"))
+}
+
+func (h *api) version(w http.ResponseWriter, r *http.Request) {
+	sv, err := h.subjectVersion(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, sv)
+}
+
+func (h *api) versionSchema(w http.ResponseWriter, r *http.Request) {
+	sv, err := h.subjectVersion(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", ContentType)
+	io.WriteString(w, sv.Schema)
+}
+
+func (h *api) referencedBy(w http.ResponseWriter, r *http.Request) {
+	v, err := versionParam(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ids, err := h.reg.ReferencedBy(r.PathValue("subject"), v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, ids)
+}
+
+func (h *api) deleteVersion(w http.ResponseWriter, r *http.Request) {
+	v, err := versionParam(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	got, err := h.reg.DeleteVersion(r.Context(), r.PathValue("subject"), v, boolParam(r, "permanent"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, got)
+}
+
+func (h *api) deleteSubject(w http.ResponseWriter, r *http.Request) {
+	vs, err := h.reg.DeleteSubject(r.Context(), r.PathValue("subject"), boolParam(r, "permanent"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, vs)
+}
+
+func (h *api) byID(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err == nil {
+		var s SchemaByID
+		if s, err = h.reg.ByID(id); err == nil {
+			writeJSON(w, s)
+			return
+		}
+	}
+	writeError(w, err)
+}
+
+func (h *api) byIDSchema(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err == nil {
+		var s SchemaByID
+		if s, err = h.reg.ByID(id); err == nil {
+			w.Header().Set("Content-Type", ContentType)
+			io.WriteString(w, s.Schema)
+			return
+		}
+	}
+	writeError(w, err)
+}
+
+func (h *api) idVersionsOf(r *http.Request) ([]IDVersion, error) {
+	id, err := idParam(r)
+	if err != nil {
+		return nil, err
+	}
+	return h.reg.IDVersions(id, boolParam(r, "deleted"))
+}
+
+func (h *api) idSubjects(w http.ResponseWriter, r *http.Request) {
+	vs, err := h.idVersionsOf(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	subjects := []string{}
+	for _, v := range vs {
+		if len(subjects) == 0 || subjects[len(subjects)-1] != v.Subject {
+			subjects = append(subjects, v.Subject)
+		}
+	}
+	writeJSON(w, subjects)
+}
+
+func (h *api) idVersions(w http.ResponseWriter, r *http.Request) {
+	vs, err := h.idVersionsOf(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, vs)
+}
+
+func (h *api) getConfig(w http.ResponseWriter, r *http.Request) {
+	l, err := h.reg.Level(r.PathValue("subject"), boolParam(r, "defaultToGlobal"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"compatibilityLevel": l})
+}
+
+func (h *api) putConfig(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Compatibility string `json:"compatibility"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := h.reg.SetLevel(r.Context(), r.PathValue("subject"), req.Compatibility)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"compatibility": l})
+}
+
+func (h *api) deleteConfig(w http.ResponseWriter, r *http.Request) {
+	l, err := h.reg.DeleteLevel(r.Context(), r.PathValue("subject"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"compatibilityLevel": l})
+}
+
+func (h *api) getMode(w http.ResponseWriter, r *http.Request) {
+	m, err := h.reg.Mode(r.PathValue("subject"), boolParam(r, "defaultToGlobal"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"mode": m})
+}
+
+func (h *api) putMode(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	m, err := h.reg.SetMode(r.Context(), r.PathValue("subject"), req.Mode, boolParam(r, "force"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"mode": m})
+}
+
+func (h *api) deleteMode(w http.ResponseWriter, r *http.Request) {
+	m, err := h.reg.DeleteMode(r.Context(), r.PathValue("subject"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"mode": m})
+}
+
+func (h *api) check(w http.ResponseWriter, r *http.Request) {
+	v := 0 // every version the level names
+	if r.PathValue("version") != "" {
+		var err error
+		if v, err = versionParam(r); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	var req SchemaRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	msgs, err := h.reg.Check(r.PathValue("subject"), v, req, boolParam(r, "normalize"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := map[string]any{"is_compatible": len(msgs) == 0}
+	if boolParam(r, "verbose") {
+		if msgs == nil {
+			msgs = []string{}
+		}
+		out["messages"] = msgs
+	}
+	writeJSON(w, out)
+}
