@@ -1,6 +1,7 @@
 package schemareg
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,14 +12,19 @@ import (
 type parsed struct {
 	typ  string
 	avro avro.Schema
+	json *jsonDoc
+	text string // the schema as registered, for messages
 }
 
 // canonical is the schema's normalised text (normalize=true).
 func (p *parsed) canonical() string {
-	if p.avro != nil {
+	switch {
+	case p.avro != nil:
 		return p.avro.String()
+	case p.json != nil:
+		return jsonCanonical(p.json.root)
 	}
-	return ""
+	return p.text
 }
 
 // errInvalidSchema is a schema that does not parse (42201).
@@ -42,8 +48,10 @@ func (s *state) parse(c content) (*parsed, error) {
 			return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema %s: %v", abbreviate(c.Schema), err)}
 		}
 		return &parsed{typ: TypeAvro, avro: sch}, nil
-	case TypeJSON, TypeProtobuf:
-		return nil, &errInvalidSchema{fmt.Sprintf("Schema type %s is not supported by this Berth version yet; AVRO is", c.Type)}
+	case TypeJSON:
+		return s.parseJSONSchema(c)
+	case TypeProtobuf:
+		return nil, &errInvalidSchema{fmt.Sprintf("Schema type %s is not supported by this Berth version yet; AVRO and JSON are", c.Type)}
 	default:
 		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema type %q: want AVRO, JSON or PROTOBUF", c.Type)}
 	}
@@ -107,6 +115,12 @@ func compatible(level string, next *parsed, earlier []*parsed) []string {
 func readable(reader, writer *parsed) error {
 	if reader.avro != nil && writer.avro != nil {
 		return avro.NewSchemaCompatibility().Compatible(reader.avro, writer.avro)
+	}
+	if reader.json != nil && writer.json != nil {
+		if msgs := jsonReadable(reader.json, writer.json); len(msgs) > 0 {
+			return errors.New(strings.Join(msgs, "; "))
+		}
+		return nil
 	}
 	return fmt.Errorf("schema type %s has no compatibility rules yet", reader.typ)
 }

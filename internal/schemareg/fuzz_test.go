@@ -2,6 +2,7 @@ package schemareg
 
 import (
 	"context"
+	"errors"
 	"testing"
 )
 
@@ -41,5 +42,39 @@ func FuzzApply(f *testing.F) {
 			_, _ = reg.Mode(s, true)
 		}
 		_, _ = reg.Register(context.Background(), "fuzz", avroReq(ordersV1), false)
+	})
+}
+
+// FuzzParseSchema gives the Avro and JSON Schema parsers arbitrary text:
+// a schema is refused with 42201 or accepted, never a panic, and an
+// accepted one is compatible with itself at every level.
+func FuzzParseSchema(f *testing.F) {
+	for _, s := range []string{ordersV1, ordersV2, `"string"`, `{"type":"array","items":"int"}`,
+		`{"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]}`,
+		`{"$ref":"#/definitions/x","definitions":{"x":{"$ref":"#/definitions/x"}}}`, `true`, `{"enum":[1,"a",null]}`} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, schema string, isJSON bool) {
+		typ := TypeAvro
+		if isJSON {
+			typ = TypeJSON
+		}
+		r := New(nil)
+		ctx := context.Background()
+		if _, err := r.SetLevel(ctx, "", LevelFullTransitive); err != nil {
+			t.Fatal(err)
+		}
+		req := SchemaRequest{Schema: schema, SchemaType: typ}
+		if _, err := r.Register(ctx, "s", req, false); err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != 42201 {
+				t.Fatalf("register %q: %v, want success or 42201", schema, err)
+			}
+			return
+		}
+		if msgs, err := r.Check("s", -1, req, false); err != nil || len(msgs) != 0 {
+			t.Fatalf("%q against itself: %q, %v", schema, msgs, err)
+		}
 	})
 }

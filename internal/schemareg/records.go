@@ -12,7 +12,7 @@
 //
 // Work in progress (issue 16): AVRO schemas with references and every
 // compatibility level, the REST API and the record format are here and
-// tested; JSON Schema and Protobuf, the Log over the `_schemas` topic with
+// tested, and JSON Schema with its compatibility rules; Protobuf, the Log over the `_schemas` topic with
 // writes forwarded to its partition leader, serving the API from `berth
 // serve`, the publish-path gate, authentication and the CLI are not yet.
 package schemareg
