@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/berthmq/berth/internal/latency"
@@ -144,6 +145,11 @@ func (m *Manager) flushRound() bool {
 // maxFlushChunk bounds one write of staged batches.
 const maxFlushChunk = 4 << 20
 
+// flushBufs are the buffers a write round joins small staged batches in,
+// shared by all partitions: one per partition kept up to 8 MiB each, and
+// 10,000 partitions written once held 3.8 GB.
+var flushBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // flush writes the staged batches to the log, a few large writes instead
 // of one per produce request. It runs on the flusher, one round at a time,
 // so staged batches reach the log in order. On a failed write every staged
@@ -181,7 +187,8 @@ func (p *Partition) flush() error {
 	if limit > maxFlushChunk || limit <= 0 {
 		limit = maxFlushChunk
 	}
-	buf := p.flushBuf[:0]
+	var bp *[]byte // from flushBufs, once two batches are joined
+	var buf []byte
 	start := p.log.LogEndOffset()
 	var err error
 	for i, b := range staged {
@@ -198,6 +205,10 @@ func (p *Partition) flush() error {
 			}
 			continue
 		}
+		if bp == nil {
+			bp = flushBufs.Get().(*[]byte)
+			buf = (*bp)[:0]
+		}
 		buf = append(buf, b...)
 	}
 	if err == nil && len(buf) > 0 {
@@ -210,8 +221,9 @@ func (p *Partition) flush() error {
 		p.unsynced = append(p.unsynced, writtenGroup{at: written, n: len(staged)})
 		p.syncMu.Unlock()
 	}
-	if cap(buf) <= 2*maxFlushChunk {
-		p.flushBuf = buf[:0]
+	if bp != nil && cap(buf) <= 2*maxFlushChunk {
+		*bp = buf[:0]
+		flushBufs.Put(bp)
 	}
 	if err != nil {
 		// Take back what this round wrote, so no record whose producer is

@@ -104,8 +104,6 @@ type Partition struct {
 
 	cfg atomic.Pointer[TopicConfig]
 
-	flushBuf []byte // flusher only
-
 	wmu     sync.Mutex // guards waiters
 	waiters map[*Waiter]struct{}
 
