@@ -55,14 +55,18 @@ func freeAddr(t testing.TB) string {
 func newTestCluster(t *testing.T, n int, snapEvery uint64) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, snapEvery: snapEvery, nodes: map[uint64]*testNode{}}
+	// Each transport listens on a port of its own choosing first, so no
+	// other process can take the address between picking and binding it.
+	trs := make([]*TCPTransport, n)
 	for i := range n {
-		tc.voters = append(tc.voters, Voter{ID: uint64(i + 1), Addr: freeAddr(t)})
+		trs[i] = tc.listen(uint64(i+1), "127.0.0.1:0")
+		tc.voters = append(tc.voters, Voter{ID: uint64(i + 1), Addr: trs[i].Addr().String()})
 	}
 	t.Cleanup(tc.closeAll)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, v := range tc.voters {
-		nd := tc.open(v.ID, t.TempDir(), v.Addr)
+		nd := tc.openOn(trs[i], v.ID, t.TempDir())
 		wg.Go(func() { errs[i] = tc.startNode(nd) })
 	}
 	wg.Wait()
@@ -74,14 +78,32 @@ func newTestCluster(t *testing.T, n int, snapEvery uint64) *testCluster {
 	return tc
 }
 
-// open opens a node (not started) and registers it.
+// open opens a node (not started) listening on addr ("127.0.0.1:0": a
+// port of its own) and registers it.
 func (tc *testCluster) open(id uint64, dir, addr string) *testNode {
 	tc.t.Helper()
-	tr, err := NewTCPTransport(TCPConfig{NodeID: id, Addr: addr, MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 50 * time.Millisecond, Logger: quietLogger()})
-	if err != nil {
-		tc.t.Fatal(err)
-	}
+	return tc.openOn(tc.listen(id, addr), id, dir)
+}
+
+// listen makes node id's transport on addr. A restarted node takes its
+// old address back, which the OS may hold for a moment after the close:
+// it retries that for a few seconds.
+func (tc *testCluster) listen(id uint64, addr string) *TCPTransport {
+	tc.t.Helper()
+	var tr *TCPTransport
+	poll.Until(tc.t, 5*time.Second, func() error {
+		var err error
+		tr, err = NewTCPTransport(TCPConfig{NodeID: id, Addr: addr, MinBackoff: 5 * time.Millisecond,
+			MaxBackoff: 50 * time.Millisecond, Logger: quietLogger()})
+		return err
+	})
+	return tr
+}
+
+// openOn opens a node (not started) on transport tr and registers it.
+func (tc *testCluster) openOn(tr *TCPTransport, id uint64, dir string) *testNode {
+	tc.t.Helper()
+	addr := tr.Addr().String()
 	cfg := testConfig(dir)
 	cfg.NodeID = id
 	cfg.Voters = tc.voters
@@ -379,7 +401,7 @@ func TestQuorumObserverJoins(t *testing.T) {
 		proposeRetry(t, leader.c, createRec(fmt.Sprintf("t%02d", i), 1))
 	}
 
-	obs := tc.open(4, t.TempDir(), freeAddr(t))
+	obs := tc.open(4, t.TempDir(), "127.0.0.1:0")
 	if err := tc.startNode(obs); err != nil {
 		t.Fatalf("observer Start: %v", err)
 	}
@@ -586,7 +608,7 @@ func TestQuorumGrowFromOneVoter(t *testing.T) {
 	first := tc.node(1)
 	proposeRetry(t, first.c, createRec("before", 1))
 	for _, id := range []uint64{2, 3} {
-		nd := tc.open(id, t.TempDir(), freeAddr(t))
+		nd := tc.open(id, t.TempDir(), "127.0.0.1:0")
 		if err := tc.startNode(nd); err != nil {
 			t.Fatalf("node %d Start: %v", id, err)
 		}
