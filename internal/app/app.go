@@ -58,6 +58,9 @@ type Node struct {
 	kafka    *server.Server // the first Kafka listener's
 	http     *http.Server
 	httpLn   net.Listener
+	httpRaw  net.Listener // the HTTP listener's socket, bound at start
+	httpAdv  string       // its advertised host:port, in the broker's registration
+	schemas  *schemaStore // the schema registry; nil when schema.registry.enable is false
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
 	dlq      *dlq.Writer             // the share groups' dead-letter writes
@@ -169,6 +172,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		return nil, err
 	}
 	advHost, advPort := n.interBroker.adv.Host, n.interBroker.adv.Port
+	if addr := cfg.Get("http.listener"); addr != "" {
+		// Bound before the broker registers: the registration carries
+		// its address, where other nodes forward schema registry writes.
+		if n.httpRaw, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("http.listener %s: %w (set http.listener= to another address, or empty to disable)", addr, err)
+		}
+		n.httpAdv = advertisedHTTP(n.httpRaw.Addr(), advHost)
+	}
 	if err := n.register(startCtx, nodeID, advHost, advPort); err != nil {
 		return nil, err
 	}
@@ -282,6 +293,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err != nil {
 		return nil, err
 	}
+	var gate handler.SchemaGate
+	if cfg.Bool("schema.registry.enable") {
+		if err := n.startSchemas(cfg); err != nil {
+			return nil, err
+		}
+		gate = n.schemas
+	}
 	h := handler.New(handler.Config{
 		NodeID: nodeID, AdvertisedHost: advHost, AdvertisedPort: advPort,
 		Broker: cfg, Controller: n.ctrl, Replicas: n.replicas, Logger: logger,
@@ -289,6 +307,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		Topics: n.topics, ProducerIDs: n.pids,
 		Authorizer: authz,
 		SASL:       n.sasl,
+		Schemas:    gate,
 	})
 	n.kh = h
 	if err := n.startAudit(cfg); err != nil {
@@ -297,8 +316,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err := n.serveListeners(cfg, h); err != nil {
 		return nil, err
 	}
-	if addr := cfg.Get("http.listener"); addr != "" {
-		if err := n.startHTTP(addr); err != nil {
+	if n.httpRaw != nil {
+		if err := n.startHTTP(); err != nil {
 			return nil, err
 		}
 	}
@@ -312,10 +331,10 @@ func (n *Node) register(ctx context.Context, id int32, host string, port int32) 
 	im := n.ctrl.Image()
 	rack := n.cfg.Get("broker.rack")
 	eps := n.endpoints()
-	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown && slices.Equal(b.Endpoints, eps) {
+	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown && slices.Equal(b.Endpoints, eps) && b.HTTP == n.httpAdv {
 		return nil
 	}
-	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack, Endpoints: eps}})
+	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack, Endpoints: eps, HTTP: n.httpAdv}})
 	if err != nil {
 		return fmt.Errorf("registering broker: %w", err)
 	}
@@ -399,6 +418,11 @@ func (n *Node) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.http.Shutdown(ctx)
 		cancel()
+	} else if n.httpRaw != nil {
+		n.httpRaw.Close() // bound, not served: start failed
+	}
+	if n.schemas != nil {
+		n.schemas.close()
 	}
 	if n.audit != nil {
 		n.audit.Close() // its last batch, while the replicas and peers it writes through are open

@@ -15,12 +15,24 @@ import (
 	"github.com/berthmq/berth/internal/server"
 )
 
-// startHTTP serves /metrics (Prometheus) and /healthz.
-func (n *Node) startHTTP(addr string) error {
-	raw, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http.listener %s: %w (set http.listener= to another address, or empty to disable)", addr, err)
+// advertisedHTTP is the HTTP listener's address as other nodes reach
+// it: its own, or, bound to every interface, the inter-broker listener's
+// advertised host with its port.
+func advertisedHTTP(a net.Addr, host string) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
 	}
+	if ta.IP == nil || ta.IP.IsUnspecified() {
+		return net.JoinHostPort(host, strconv.Itoa(ta.Port))
+	}
+	return ta.String()
+}
+
+// startHTTP serves /metrics (Prometheus), /healthz and the schema
+// registry on the listener bound at start.
+func (n *Node) startHTTP() error {
+	raw := n.httpRaw
 	ln := raw
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -46,6 +58,10 @@ func (n *Node) startHTTP(addr string) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if n.schemas != nil {
+		// The Confluent Schema Registry API, at the paths its clients use.
+		mux.Handle("/", n.schemas.handler())
+	}
 	ln, h, err := n.httpSecurity(ln, mux)
 	if err != nil {
 		raw.Close()
@@ -105,6 +121,9 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) {
 
 	reg.MustRegister(&denialCollector{n: n})
 	reg.MustRegister(&saslCollector{n: n})
+	if n.schemas != nil {
+		reg.MustRegister(schemaCollector{n.schemas})
+	}
 }
 
 var (

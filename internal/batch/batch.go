@@ -396,3 +396,39 @@ func (d *decoder) bytes() []byte {
 	d.b = d.b[n:]
 	return v
 }
+
+// Each calls fn for every record of the data batches of b (a log's or a
+// fetch response's record set) at offset from or later, in order, and
+// returns the offset after the last whole batch (from when there is
+// none). Control batches are skipped; a truncated batch at the end (a
+// fetch cut at its byte limit) ends the walk without an error. The
+// record's slices alias b or scratch: copy what is kept.
+func Each(b []byte, from int64, scratch *Scratch, fn func(offset int64, r Record)) (next int64, err error) {
+	next = from
+	for len(b) > 0 {
+		h, err := ParseHeader(b)
+		if err != nil {
+			if len(b) < HeaderSize {
+				return next, nil // truncated header
+			}
+			return next, fmt.Errorf("offset %d: %w", next, err)
+		}
+		if h.Size() > len(b) {
+			return next, nil
+		}
+		if h.LastOffset() >= from && h.Attributes&AttrControl == 0 {
+			recs, _, err := Records(b[:h.Size()], scratch)
+			if err != nil {
+				return next, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
+			}
+			for _, r := range recs {
+				if off := h.BaseOffset + r.OffsetDelta; off >= from {
+					fn(off, r)
+				}
+			}
+		}
+		next = max(next, h.LastOffset()+1)
+		b = b[h.Size():]
+	}
+	return next, nil
+}

@@ -22,8 +22,9 @@ import (
 )
 
 // InternalTopic describes an internal topic the broker creates on first
-// use: its name and the broker settings of its partition count,
-// replication factor and segment size.
+// use: its name and the broker settings of its partition count (none:
+// one partition), replication factor and segment size (none: the topic
+// default).
 type InternalTopic struct {
 	Name, Partitions, ReplicationFactor, SegmentBytes string
 	// MinISR, if set, is the setting of the topic's min.insync.replicas,
@@ -90,7 +91,10 @@ func (ts *Topics) EnsureInternal(ctx context.Context, t InternalTopic) (*metadat
 	if err := ts.BrokersUp(im, rf, t.ReplicationFactor); err != nil {
 		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, t.Name, err)
 	}
-	n := int32(ts.setting(t.Partitions))
+	n := int32(1) // no setting: one partition (_schemas)
+	if t.Partitions != "" {
+		n = int32(ts.setting(t.Partitions))
+	}
 	replicas, err := Assign(im, AssignRequest{Topic: t.Name, Partitions: n, ReplicationFactor: rf, Seed: rand.Int64()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, t.Name, err)
@@ -99,10 +103,12 @@ func (ts *Topics) EnsureInternal(ctx context.Context, t InternalTopic) (*metadat
 		Name: t.Name, ID: metadata.NewTopicID(), Partitions: n, Replicas: replicas, Internal: true,
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
-			"segment.bytes":    ts.Setting(t.SegmentBytes),
 			"compression.type": "producer",
 		},
 	}}
+	if t.SegmentBytes != "" {
+		rec.CreateTopic.Configs["segment.bytes"] = ts.Setting(t.SegmentBytes)
+	}
 	for k, v := range t.Configs {
 		rec.CreateTopic.Configs[k] = v
 	}

@@ -108,6 +108,42 @@ func oneOf(vals ...string) func(string) error {
 	}
 }
 
+// oneOfFold is oneOf ignoring case.
+func oneOfFold(vals ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range vals {
+			if strings.EqualFold(s, v) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(vals, ", "))
+	}
+}
+
+// SubjectStrategies are the subject name strategies of
+// confluent.*.subject.name.strategy, by short name; the value may also
+// be a Java class name ending in one of them.
+var SubjectStrategies = []string{"TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"}
+
+// SubjectStrategy returns the short name of a subject name strategy
+// setting ("" if it names none).
+func SubjectStrategy(v string) string {
+	short := v[strings.LastIndexByte(v, '.')+1:]
+	for _, s := range SubjectStrategies {
+		if short == s {
+			return s
+		}
+	}
+	return ""
+}
+
+func validStrategy(v string) error {
+	if SubjectStrategy(v) == "" {
+		return fmt.Errorf("must be one of %s (or io.confluent.kafka.serializers.subject.<name>)", strings.Join(SubjectStrategies, ", "))
+	}
+	return nil
+}
+
 // between accepts a number (integer or decimal) in [lo, hi].
 func between(lo, hi float64) func(string) error {
 	return func(s string) error {
@@ -144,7 +180,10 @@ var brokerDefs = []Def{
 	{Name: "log.dirs", Kind: KindString, Default: "./berth-data", Doc: "Directory holding partition logs and the metadata log."},
 	{Name: "listeners", Kind: KindList, Default: "PLAINTEXT://127.0.0.1:9092", Doc: "Kafka protocol listener."},
 	{Name: "advertised.listeners", Kind: KindList, Default: "", Doc: "Address given to clients in Metadata; defaults to listeners (with the bound port when 0)."},
-	{Name: "http.listener", Kind: KindString, Default: "127.0.0.1:8081", Doc: "HTTP listener for /metrics and, later, the admin API and schema registry. Empty disables it."},
+	{Name: "http.listener", Kind: KindString, Default: "127.0.0.1:8081", Doc: "HTTP listener for /metrics, /healthz and the schema registry (Confluent clients expect port 8081). Bound to every interface, it is advertised to the other nodes with the inter-broker listener's host. Empty disables it."},
+	{Name: "schema.registry.enable", Kind: KindBool, Default: "true", Doc: "Serve the Confluent-compatible schema registry on the HTTP listener; its schemas live in the compacted topic _schemas, created on the first write."},
+	{Name: "kafkastore.topic.replication.factor", Kind: KindInt, Default: "3", Doc: "Replication factor of _schemas (Confluent Schema Registry's name), capped at the cluster's nodes; the topic is created on the first registry write once that many brokers are live.", Valid: atLeast(1)},
+	{Name: "schema.compatibility.level", Kind: KindString, Default: "BACKWARD", Doc: "The registry's compatibility level while no global level was set through PUT /config.", Valid: oneOfFold("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")},
 	{Name: "num.partitions", Kind: KindInt, Default: "1", Doc: "Partitions of an auto-created topic or of CreateTopics with -1.", Valid: atLeast(1), Dynamic: true},
 	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Computed: "min(3, nodes)", compute: defaultReplicationFactor, Doc: "Replication factor of topics created without one (auto-created, or CreateTopics with -1); the default follows the cluster's nodes.", Valid: atLeast(1), Dynamic: true},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic when a client asks Metadata for it.", Dynamic: true},
@@ -345,6 +384,11 @@ var topicOnlyDefs = []Def{
 	{Name: "segment.index.bytes", Kind: KindInt, Default: "10485760", Doc: "Largest offset index of one segment; a full index rolls the segment.", Valid: atLeast(4096)},
 	{Name: "segment.jitter.ms", Kind: KindLong, Default: "0", Doc: "Accepted for compatibility."},
 	{Name: "message.downconversion.enable", Kind: KindBool, Default: "true", Doc: "Accepted for compatibility; record batches are served as v2 only."},
+	{Name: "confluent.value.schema.validation", Kind: KindBool, Default: "false", Doc: "When true, the partition leader refuses (INVALID_RECORD) a batch with a record value that does not start with the schema registry's wire format (magic byte 0 and a 4-byte schema id) or whose id is not registered under the subject confluent.value.subject.name.strategy names. See docs/schema-registry.md.", Dynamic: true},
+	{Name: "confluent.key.schema.validation", Kind: KindBool, Default: "false", Doc: "As confluent.value.schema.validation, for record keys.", Dynamic: true},
+	{Name: "confluent.value.subject.name.strategy", Kind: KindString, Default: "io.confluent.kafka.serializers.subject.TopicNameStrategy", Doc: "Subject a value's schema id must be registered under: TopicNameStrategy (<topic>-value), RecordNameStrategy (the schema's record name) or TopicRecordNameStrategy (<topic>-<record name>); the class names of Confluent's serializers or the short names.", Valid: validStrategy, Dynamic: true},
+	{Name: "confluent.key.subject.name.strategy", Kind: KindString, Default: "io.confluent.kafka.serializers.subject.TopicNameStrategy", Doc: "As confluent.value.subject.name.strategy, for keys (<topic>-key under TopicNameStrategy).", Valid: validStrategy, Dynamic: true},
+	{Name: "berth.schema.validation.payload", Kind: KindBool, Default: "false", Doc: "With schema validation on, also validate each JSON Schema-encoded payload against its schema (costs a JSON parse per record).", Dynamic: true},
 	{Name: "errors.deadletterqueue.group.enable", Kind: KindBool, Default: "false", Doc: "A share group may use this topic as its dead-letter topic only when true (KIP-1191); the broker sets it on dead-letter topics it creates."},
 }
 

@@ -94,6 +94,9 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 			if err == nil && r.Acks == -1 {
 				err = b.checkMinISR(t, p)
 			}
+			if err == nil && b.Schemas != nil && ValidatesSchemas(t) {
+				err = b.Schemas.Check(t, rp.Records, scratch)
+			}
 			var res replica.AppendResult
 			if err == nil {
 				if c, ok := checks[txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}]; ok {
@@ -113,6 +116,10 @@ func (b *Broker) produce(ctx context.Context, req *server.Request) (server.Reply
 				sp.ErrorCode = code(err)
 				if r.Version >= 8 {
 					sp.ErrorMessage = errMsg(err)
+					var ir *InvalidRecords
+					if errors.As(err, &ir) {
+						fillRecordErrors(sp, ir)
+					}
 				}
 				b.logProduceError(t.Name, rp.Partition, req, err)
 				continue

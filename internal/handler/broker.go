@@ -188,6 +188,10 @@ type Config struct {
 	// SASL serves SaslHandshake and SaslAuthenticate (sasl.go); nil: no
 	// SASL listener.
 	SASL *SASLConfig
+	// Schemas checks produced records against the schema registry on
+	// topics with confluent.*.schema.validation (schema_gate.go); nil:
+	// no check.
+	Schemas SchemaGate
 }
 
 // Broker implements server.Handler.

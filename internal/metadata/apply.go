@@ -197,7 +197,7 @@ func (b *builder) registerBroker(r *RegisterBroker) error {
 	if err := checkEndpoints(r.ID, r.Endpoints); err != nil {
 		return err
 	}
-	b.brokers()[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints}
+	b.brokers()[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints, HTTP: r.HTTP}
 	return nil
 }
 

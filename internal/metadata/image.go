@@ -50,6 +50,10 @@ type Broker struct {
 	InControlledShutdown bool
 	// Endpoints: every listener's advertised address (see Endpoint).
 	Endpoints []Endpoint
+	// HTTP is the advertised host:port of the broker's HTTP listener
+	// (metrics, the schema registry), "" when it has none: where other
+	// nodes forward schema registry writes.
+	HTTP string
 }
 
 // IsrEligible reports whether the broker may join an ISR: it is

@@ -75,12 +75,15 @@ const (
 	TxnStateTopic = "__transaction_state"
 	// AuditTopic holds the audit trail (internal/audit), when it is on.
 	AuditTopic = "__berth_audit"
+	// SchemasTopic holds the schema registry (internal/schemareg), as
+	// Confluent Schema Registry's kafkastore.topic does.
+	SchemasTopic = "_schemas"
 )
 
 // IsInternalTopic reports the names the broker manages itself: no client
 // may create them (nor take the audit trail's name before it is on).
 func IsInternalTopic(name string) bool {
-	return name == OffsetsTopic || name == TxnStateTopic || name == ShareStateTopic || name == AuditTopic
+	return name == OffsetsTopic || name == TxnStateTopic || name == ShareStateTopic || name == AuditTopic || name == SchemasTopic
 }
 
 // Leadership is what im says of partition p of topic for node self: led

@@ -37,6 +37,8 @@ type RegisterBroker struct {
 	// Endpoints are every listener's advertised address; Host and Port
 	// stay the inter-broker listener's. Older records have none.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// HTTP is the advertised address of the HTTP listener ("": none).
+	HTTP string `json:"http,omitempty"`
 }
 
 // FenceBroker sets a registered broker's state: fenced or not, and in a

@@ -104,6 +104,7 @@ type brokerJSON struct {
 	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
 	// Endpoints: every listener's advertised address; older snapshots have none.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	HTTP      string     `json:"http,omitempty"`
 }
 
 type topicJSON struct {

@@ -65,6 +65,23 @@ func Handler(reg *Registry) http.Handler {
 
 type api struct{ reg *Registry }
 
+// IsWrite reports whether r changes the registry (and so goes to its
+// writer): registrations, deletions, config and mode changes. Lookups
+// (POST /subjects/{s}) and compatibility checks are reads.
+func IsWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	case http.MethodPost:
+		return strings.HasPrefix(r.URL.Path, "/subjects/") && strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/versions")
+	}
+	return true
+}
+
+// WriteError answers err as Confluent does: its status and a JSON body
+// with error_code and message.
+func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
+
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", ContentType)
 	_ = json.NewEncoder(w).Encode(v)

@@ -22,8 +22,9 @@ import (
 // jsonDoc is a parsed JSON Schema document and the documents it refers to
 // by reference name.
 type jsonDoc struct {
-	root any
-	refs map[string]any
+	root     any
+	refs     map[string]any
+	compiled *jsonschema.Schema // for payload validation (the publish gate)
 }
 
 // mainURL names the registered schema inside the compiler.
@@ -56,10 +57,12 @@ func (s *state) parseJSONSchema(c content) (*parsed, error) {
 	if err := comp.AddResource(mainURL, root); err != nil {
 		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema %s: %v", abbreviate(c.Schema), err)}
 	}
-	if _, err := comp.Compile(mainURL); err != nil {
+	compiled, err := comp.Compile(mainURL)
+	if err != nil {
 		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema %s: %v", abbreviate(c.Schema), err)}
 	}
 	doc.root = root
+	doc.compiled = compiled
 	return &parsed{typ: TypeJSON, json: doc, text: c.Schema}, nil
 }
 

@@ -93,6 +93,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	st      *state
 	log     Log
+	gate    gateCache // the publish gate's parsed schemas, by id
 }
 
 // New returns an empty registry writing through log (nil: records are
@@ -125,8 +126,61 @@ func (r *Registry) Apply(rec Record) error {
 	return r.st.apply(rec)
 }
 
+// Preparer is a Log that must get ready before a write is planned: the
+// topic log checks that this node is the writer and has applied every
+// record in the log, so ids and versions are decided on the whole state.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// beginWrite takes the writer lock and readies the log for a write; on
+// success the caller unlocks writeMu.
+func (r *Registry) beginWrite(ctx context.Context) error {
+	r.writeMu.Lock()
+	if p, ok := r.log.(Preparer); ok {
+		if err := p.Prepare(ctx); err != nil {
+			r.writeMu.Unlock()
+			var e *Error
+			if errors.As(err, &e) {
+				return e
+			}
+			return errStore(err)
+		}
+	}
+	return nil
+}
+
+// Reset drops the whole state, for a log read again from its start.
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	def := r.st.defLevel
+	r.st = newState()
+	r.st.defLevel = def
+	r.gate.mu.Lock()
+	r.gate.entries = nil
+	r.gate.mu.Unlock()
+}
+
+// SetDefaultLevel sets the compatibility level in force while no global
+// level is set (schema.compatibility.level); level must be valid.
+func (r *Registry) SetDefaultLevel(level string) error {
+	level = strings.ToUpper(level)
+	if !slices.Contains(levels, level) {
+		return errInvalidLevel()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.defLevel = level
+	return nil
+}
+
 func (r *Registry) append(ctx context.Context, recs ...Record) error {
 	if err := r.log.Append(ctx, recs); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
 		return errStore(err)
 	}
 	return nil
@@ -214,7 +268,9 @@ func (s *state) earlierParsed(subject string) ([]*parsed, error) {
 // Registering a schema the subject holds already returns its id and adds
 // no version.
 func (r *Registry) Register(ctx context.Context, subject string, req SchemaRequest, normalize bool) (int, error) {
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
 	defer r.writeMu.Unlock()
 	r.mu.RLock()
 	recs, id, err := r.planRegister(subject, req, normalize)
@@ -424,7 +480,9 @@ func (r *Registry) IDVersions(id int, deleted bool) ([]IDVersion, error) {
 // DeleteVersion soft-deletes version v of subject (v < 0: the newest), or
 // removes a soft-deleted one when permanent. It returns the version.
 func (r *Registry) DeleteVersion(ctx context.Context, subject string, v int, permanent bool) (int, error) {
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
 	defer r.writeMu.Unlock()
 	r.mu.RLock()
 	s := r.st
@@ -458,7 +516,9 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject string, v int, per
 // all when permanent (they must be soft-deleted first). It returns the
 // versions deleted.
 func (r *Registry) DeleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return nil, err
+	}
 	defer r.writeMu.Unlock()
 	r.mu.RLock()
 	s := r.st
@@ -534,7 +594,9 @@ func (r *Registry) SetLevel(ctx context.Context, subject, level string) (string,
 	if !slices.Contains(levels, level) {
 		return "", errInvalidLevel()
 	}
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return "", err
+	}
 	defer r.writeMu.Unlock()
 	return level, r.append(ctx, configRecord(subject, subject == "", level))
 }
@@ -542,7 +604,9 @@ func (r *Registry) SetLevel(ctx context.Context, subject, level string) (string,
 // DeleteLevel removes subject's level (the global one: back to BACKWARD)
 // and returns the one it had.
 func (r *Registry) DeleteLevel(ctx context.Context, subject string) (string, error) {
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return "", err
+	}
 	defer r.writeMu.Unlock()
 	r.mu.RLock()
 	prev, ok := r.st.configs[subject]
@@ -551,7 +615,7 @@ func (r *Registry) DeleteLevel(ctx context.Context, subject string) (string, err
 		if subject != "" {
 			return "", errSubjectLevelConfig(subject)
 		}
-		return LevelBackward, nil
+		return r.st.defLevel, nil
 	}
 	return prev, r.append(ctx, configRecord(subject, subject == "", ""))
 }
@@ -580,7 +644,9 @@ func (r *Registry) SetMode(ctx context.Context, subject, mode string, force bool
 	if !slices.Contains(modes, mode) {
 		return "", errInvalidMode()
 	}
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return "", err
+	}
 	defer r.writeMu.Unlock()
 	if mode == ModeImport && !force {
 		r.mu.RLock()
@@ -600,7 +666,9 @@ func (r *Registry) SetMode(ctx context.Context, subject, mode string, force bool
 
 // DeleteMode removes subject's mode and returns the one it had.
 func (r *Registry) DeleteMode(ctx context.Context, subject string) (string, error) {
-	r.writeMu.Lock()
+	if err := r.beginWrite(ctx); err != nil {
+		return "", err
+	}
 	defer r.writeMu.Unlock()
 	r.mu.RLock()
 	prev, ok := r.st.modes[subject]

@@ -55,12 +55,15 @@ type state struct {
 	maxID    int
 	configs  map[string]string // subject → level; "" the global one
 	modes    map[string]string // subject → mode; "" the global one
+	// defLevel is the level while no global one is set.
+	defLevel string
 	// applied counts records applied, for tests and metrics.
 	applied int64
 }
 
 func newState() *state {
 	return &state{
+		defLevel: LevelBackward,
 		subjects: map[string]map[int]*schemaValue{},
 		ids:      map[int]content{},
 		byKey:    map[string]int{},
@@ -214,7 +217,7 @@ func (s *state) level(subject string) string {
 	if l, ok := s.configs[""]; ok {
 		return l
 	}
-	return LevelBackward
+	return s.defLevel
 }
 
 // mode is the mode in force for subject.

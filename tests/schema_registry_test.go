@@ -1,0 +1,173 @@
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// The seed's orders value schema: v2 adds an optional field, v3 renames
+// total to amount (refused under BACKWARD).
+const (
+	seedOrdersV1 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"total","type":"double"}]}`
+	seedOrdersV2 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"total","type":"double"},{"name":"currency","type":"string","default":"EUR"}]}`
+	seedOrdersV3 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"double"},{"name":"currency","type":"string","default":"EUR"}]}`
+)
+
+type seedOrder struct {
+	ID       string  `avro:"id"`
+	Total    float64 `avro:"total"`
+	Currency string  `avro:"currency"`
+}
+
+func srClient(t *testing.T, httpAddr string) *sr.Client {
+	t.Helper()
+	cl, err := sr.NewClient(sr.URLs("http://" + httpAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func wantSRError(t *testing.T, err error, code int, says string) {
+	t.Helper()
+	var re *sr.ResponseError
+	if !errors.As(err, &re) || re.ErrorCode != code || !strings.Contains(re.Message, says) {
+		t.Fatalf("error %v, want registry error %d saying %q", err, code, says)
+	}
+}
+
+// The seed scenario end to end on one node, through franz-go's registry
+// client and kgo: v1 and v2 register under BACKWARD, v3 (total renamed to
+// amount) is refused with 409 naming the field; the orders topic checks
+// every value: raw JSON is refused with INVALID_RECORD and a message per
+// record, records a serializer made go in and decode back.
+func TestSchemaRegistrySeedScenario(t *testing.T) {
+	n := tc.Start(t)
+	ctx := ctxT(t, 60*time.Second)
+	reg := srClient(t, n.HTTPAddr())
+
+	v1, err := reg.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := reg.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1.Version != 1 || v2.Version != 2 || v1.ID == v2.ID {
+		t.Fatalf("v1 %+v, v2 %+v", v1, v2)
+	}
+	_, err = reg.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV3})
+	wantSRError(t, err, 409, "amount")
+	if lvl := reg.Compatibility(ctx); len(lvl) != 1 || lvl[0].Level != sr.CompatBackward {
+		t.Fatalf("global level %+v, want BACKWARD", lvl)
+	}
+
+	tc.CreateTopic(t, n.Addr(), "orders", 3, map[string]*string{"confluent.value.schema.validation": kadm.StringPtr("true")})
+	cl := tc.Client(t, n.Addr(), kgo.RecordRetries(1), kgo.ProducerLinger(0))
+
+	// Raw JSON, without the wire format: the whole batch is refused.
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte("order:HC-2048"), Value: []byte(`{"id":"HC-2048","total":42.5}`)}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("raw JSON to a gated topic: %v, want INVALID_RECORD", err)
+	}
+
+	var serde sr.Serde
+	sch := avro.MustParse(v2.Schema.Schema)
+	serde.Register(v2.ID, seedOrder{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(sch, v) }),
+		sr.DecodeFn(func(b []byte, v any) error { return avro.Unmarshal(sch, b, v) }))
+	var sent []seedOrder
+	for i := range 20 {
+		o := seedOrder{ID: fmt.Sprintf("HC-%d", 2048+i), Total: float64(i) + 0.5, Currency: "EUR"}
+		b, err := serde.Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte("order:" + o.ID), Value: b}).FirstErr(); err != nil {
+			t.Fatalf("record %d with schema id %d: %v", i, v2.ID, err)
+		}
+		sent = append(sent, o)
+	}
+	got := map[string]seedOrder{}
+	for _, r := range consumeN(t, n.Addr(), "orders", len(sent)) {
+		var o seedOrder
+		if err := serde.Decode(r.Value, &o); err != nil {
+			t.Fatalf("decoding offset %d: %v", r.Offset, err)
+		}
+		got[o.ID] = o
+	}
+	for _, o := range sent {
+		if got[o.ID] != o {
+			t.Fatalf("order %s: consumed %+v, sent %+v", o.ID, got[o.ID], o)
+		}
+	}
+
+	// The refusal names each refused record (Produce v8+ record errors),
+	// on a raw request: one good record between two bad ones.
+	good, _ := serde.Encode(sent[0])
+	p := rawProduce(t, cl, "orders", valuesBatch([]string{`{"id":"x"}`, string(good), "plain"}))
+	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || len(p.ErrorRecords) != 2 ||
+		p.ErrorRecords[0].RelativeOffset != 0 || p.ErrorRecords[1].RelativeOffset != 2 ||
+		!strings.Contains(*p.ErrorRecords[0].ErrorMessage, "wire format") {
+		t.Fatalf("raw produce of bad, good, bad: %+v (message %v)", p, strDeref(p.ErrorMessage))
+	}
+	if v := metricValue(t, n.HTTPAddr(), `berth_schema_validation_refused_records_total{topic="orders"}`); v != 3 {
+		t.Fatalf("refused records metric %v, want 3", v)
+	}
+	// Nothing of a refused batch was appended.
+	if got := consumeN(t, n.Addr(), "orders", len(sent)); len(got) != len(sent) {
+		t.Fatalf("%d records in orders, want %d", len(got), len(sent))
+	}
+
+	// An ungated topic takes anything.
+	tc.CreateTopic(t, n.Addr(), "raw-orders", 1, nil)
+	if err := tc.Client(t, n.Addr()).ProduceSync(ctx, &kgo.Record{Topic: "raw-orders", Value: []byte(`{}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func strDeref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// metricValue reads one sample (name with its labels, as exposed) from
+// a node's /metrics; -1 when absent.
+func metricValue(t *testing.T, httpAddr, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			if err := json.Unmarshal([]byte(v), &f); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
