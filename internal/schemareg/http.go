@@ -32,6 +32,7 @@ func Handler(reg *Registry) http.Handler {
 	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", h.deleteVersion)
 	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/schema", h.versionSchema)
 	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy)
+	mux.HandleFunc("GET /schemas", h.schemas)
 	mux.HandleFunc("GET /schemas/ids/{id}", h.byID)
 	mux.HandleFunc("GET /schemas/ids/{id}/schema", h.byIDSchema)
 	mux.HandleFunc("GET /schemas/ids/{id}/subjects", h.idSubjects)
@@ -130,6 +131,18 @@ func decodeBody(r *http.Request, v any) error {
 		return &Error{http.StatusBadRequest, http.StatusBadRequest, fmt.Sprintf("Malformed request body: %v", err)}
 	}
 	return nil
+}
+
+func (h *api) schemas(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	all := h.reg.Schemas(q.Get("subjectPrefix"), boolParam(r, "deleted"), boolParam(r, "latestOnly"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	all = all[min(max(offset, 0), len(all)):]
+	if limit > 0 && limit < len(all) {
+		all = all[:limit]
+	}
+	writeJSON(w, all)
 }
 
 func (h *api) subjects(w http.ResponseWriter, r *http.Request) {

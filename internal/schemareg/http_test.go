@@ -179,3 +179,31 @@ func TestHTTPErrorBodies(t *testing.T) {
 		t.Fatalf("GET /config: %d %v", status, m)
 	}
 }
+
+// GET /schemas lists every version (franz-go's AllSchemas), by prefix,
+// latest only, paged.
+func TestHTTPAllSchemas(t *testing.T) {
+	ctx := context.Background()
+	_, srv, cl := serve(t)
+	for _, s := range []struct{ subject, schema string }{{"orders-value", ordersV1}, {"orders-value", ordersV2}, {"payments-value", `"string"`}} {
+		if _, err := cl.CreateSchema(ctx, s.subject, sr.Schema{Schema: s.schema}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := cl.AllSchemas(ctx)
+	if err != nil || len(all) != 3 || all[0].Subject != "orders-value" || all[1].Version != 2 || all[2].Subject != "payments-value" {
+		t.Fatalf("all schemas: %+v, %v", all, err)
+	}
+	for query, want := range map[string]int{"?subjectPrefix=orders": 2, "?latestOnly=true": 2, "?offset=1&limit=1": 1, "?offset=9": 0} {
+		resp, err := http.Get(srv.URL + "/schemas" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []json.RawMessage
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || len(got) != want {
+			t.Fatalf("/schemas%s: %d entries (%v), want %d", query, len(got), err, want)
+		}
+	}
+}

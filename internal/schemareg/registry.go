@@ -374,6 +374,25 @@ func (r *Registry) Subjects(prefix string, deleted bool) []string {
 	return out
 }
 
+// Schemas lists every version of the subjects starting with prefix, by
+// subject then version (GET /schemas); latestOnly keeps each subject's
+// newest.
+func (r *Registry) Schemas(prefix string, deleted, latestOnly bool) []SubjectVersion {
+	out := []SubjectVersion{}
+	for _, name := range r.Subjects(prefix, deleted) {
+		r.mu.RLock()
+		vs := r.st.versions(name, deleted)
+		if latestOnly && len(vs) > 0 {
+			vs = vs[len(vs)-1:]
+		}
+		for _, v := range vs {
+			out = append(out, toSubjectVersion(r.st.subjects[name][v]))
+		}
+		r.mu.RUnlock()
+	}
+	return out
+}
+
 // Versions lists a subject's versions.
 func (r *Registry) Versions(subject string, deleted bool) ([]int, error) {
 	r.mu.RLock()
