@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +171,20 @@ func metricValue(t *testing.T, httpAddr, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// confluent-kafka-python (Debian's python3-confluent-kafka, its
+// SchemaRegistryClient and JSON Schema serde) against the registry and a
+// gated topic.
+func TestSchemaRegistryConfluentPython(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	if exec.Command(py, "-c", "import confluent_kafka.schema_registry.json_schema, jsonschema, requests").Run() != nil {
+		need(t, "/nonexistent/python3-confluent-kafka python3-jsonschema python3-requests")
+	}
+	n := tc.Start(t)
+	tc.CreateTopic(t, n.Addr(), "py-orders", 2, map[string]*string{"confluent.value.schema.validation": kadm.StringPtr("true")})
+	out := run(t, "", py, "testdata/confluent_schema_registry.py", n.Addr(), "http://"+n.HTTPAddr(), "py-orders", "50")
+	if !strings.Contains(out, "ok 50") {
+		t.Fatalf("script said %q", out)
+	}
 }

@@ -354,3 +354,26 @@ func TestReplayRebuildsTheRegistry(t *testing.T) {
 		t.Fatal("a malformed key applied without error")
 	}
 }
+
+// An empty references list is no references: confluent-kafka-python
+// sends "references": [] with every JSON Schema, and a lookup or a
+// registration again must find the schema registered with none.
+func TestEmptyReferencesAreNone(t *testing.T) {
+	r := New(nil)
+	ctx := context.Background()
+	req := SchemaRequest{SchemaType: TypeJSON, Schema: `{"type":"string"}`}
+	id, err := r.Register(ctx, "s", req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.References = []Reference{}
+	if again, err := r.Register(ctx, "s", req, false); err != nil || again != id {
+		t.Fatalf("again with references []: %d, %v; want %d", again, err, id)
+	}
+	if sv, err := r.LookUp("s", req, false, false); err != nil || sv.ID != id || sv.Version != 1 {
+		t.Fatalf("lookup with references []: %+v, %v", sv, err)
+	}
+	if vs, _ := r.Versions("s", false); len(vs) != 1 {
+		t.Fatalf("versions %v, want one", vs)
+	}
+}

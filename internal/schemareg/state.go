@@ -43,6 +43,9 @@ type content struct {
 
 // contentKey identifies equal contents.
 func (c content) key() string {
+	if len(c.References) == 0 {
+		c.References = nil // "references": [] is none, as omitted
+	}
 	return string(mustJSON(c))
 }
 
