@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // parsed is a schema parsed with its references resolved.
 type parsed struct {
-	typ  string
-	avro avro.Schema
-	json *jsonDoc
+	typ   string
+	avro  avro.Schema
+	json  *jsonDoc
+	proto protoreflect.FileDescriptor
 	text string // the schema as registered, for messages
 }
 
@@ -40,7 +42,11 @@ func (s *state) parse(c content) (*parsed, error) {
 	switch typeOrAvro(c.Type) {
 	case TypeAvro:
 		cache := &avro.SchemaCache{}
-		if err := s.loadAvroRefs(c.References, cache, 0); err != nil {
+		err := s.walkRefs(c.References, map[string]bool{}, 0, func(_ Reference, sv *schemaValue) error {
+			_, err := avro.ParseWithCache(sv.Schema, "", cache)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 		sch, err := avro.ParseWithCache(c.Schema, "", cache)
@@ -51,27 +57,33 @@ func (s *state) parse(c content) (*parsed, error) {
 	case TypeJSON:
 		return s.parseJSONSchema(c)
 	case TypeProtobuf:
-		return nil, &errInvalidSchema{fmt.Sprintf("Schema type %s is not supported by this Berth version yet; AVRO and JSON are", c.Type)}
+		return s.parseProtobuf(c)
 	default:
 		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema type %q: want AVRO, JSON or PROTOBUF", c.Type)}
 	}
 }
 
-// loadAvroRefs parses referenced schemas (their own references first)
-// into cache, so the named types they define resolve.
-func (s *state) loadAvroRefs(refs []Reference, cache *avro.SchemaCache, depth int) error {
+// walkRefs visits the schemas refs name, each once by reference name,
+// the ones they refer to before them, so a visit finds what its schema
+// needs loaded already. A reference to a version that does not exist, or
+// a chain deeper than maxReferenceDepth (a cycle), is an invalid schema.
+func (s *state) walkRefs(refs []Reference, seen map[string]bool, depth int, visit func(r Reference, sv *schemaValue) error) error {
 	if depth > maxReferenceDepth {
 		return &errInvalidSchema{"Invalid schema: references nest deeper than 32 (a cycle?)"}
 	}
 	for _, r := range refs {
+		if seen[r.Name] {
+			continue
+		}
 		sv := s.subjects[r.Subject][r.Version]
 		if sv == nil {
 			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q to subject %q version %d not found", r.Name, r.Subject, r.Version)}
 		}
-		if err := s.loadAvroRefs(sv.References, cache, depth+1); err != nil {
+		if err := s.walkRefs(sv.References, seen, depth+1, visit); err != nil {
 			return err
 		}
-		if _, err := avro.ParseWithCache(sv.Schema, "", cache); err != nil {
+		seen[r.Name] = true
+		if err := visit(r, sv); err != nil {
 			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q (subject %q version %d): %v", r.Name, r.Subject, r.Version, err)}
 		}
 	}
@@ -107,6 +119,11 @@ func compatible(level string, next *parsed, earlier []*parsed) []string {
 				msgs = append(msgs, fmt.Sprintf("FORWARD: an earlier schema (%s) cannot read data written with the new one: %v", abbreviate(old.canonical()), err))
 			}
 		}
+		if old.proto != nil && next.proto != nil {
+			if ev := protoEvolution(old.proto, next.proto); len(ev) > 0 {
+				msgs = append(msgs, fmt.Sprintf("the change from an earlier schema (%s) breaks Protobuf's wire rules: %s", abbreviate(old.canonical()), strings.Join(ev, "; ")))
+			}
+		}
 	}
 	return msgs
 }
@@ -118,6 +135,12 @@ func readable(reader, writer *parsed) error {
 	}
 	if reader.json != nil && writer.json != nil {
 		if msgs := jsonReadable(reader.json, writer.json); len(msgs) > 0 {
+			return errors.New(strings.Join(msgs, "; "))
+		}
+		return nil
+	}
+	if reader.proto != nil && writer.proto != nil {
+		if msgs := protoReadable(reader.proto, writer.proto); len(msgs) > 0 {
 			return errors.New(strings.Join(msgs, "; "))
 		}
 		return nil

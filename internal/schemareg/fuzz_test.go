@@ -45,21 +45,24 @@ func FuzzApply(f *testing.F) {
 	})
 }
 
-// FuzzParseSchema gives the Avro and JSON Schema parsers arbitrary text:
+// FuzzParseSchema gives the Avro, JSON Schema and Protobuf parsers
+// arbitrary text:
 // a schema is refused with 42201 or accepted, never a panic, and an
 // accepted one is compatible with itself at every level.
 func FuzzParseSchema(f *testing.F) {
 	for _, s := range []string{ordersV1, ordersV2, `"string"`, `{"type":"array","items":"int"}`,
 		`{"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]}`,
 		`{"$ref":"#/definitions/x","definitions":{"x":{"$ref":"#/definitions/x"}}}`, `true`, `{"enum":[1,"a",null]}`} {
-		f.Add(s, false)
-		f.Add(s, true)
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(1))
 	}
-	f.Fuzz(func(t *testing.T, schema string, isJSON bool) {
-		typ := TypeAvro
-		if isJSON {
-			typ = TypeJSON
-		}
+	for _, s := range []string{"syntax = \"proto3\";\nmessage A { string a = 1; oneof o { int64 b = 2; } reserved 3 to 5; }",
+		"syntax = \"proto2\";\npackage p;\nmessage A { required int32 x = 1; message B { map<string, A> m = 1; } enum E { Z = 0; } }",
+		"syntax = \"proto3\";\nimport \"google/protobuf/any.proto\";\nmessage A { google.protobuf.Any x = 1; }"} {
+		f.Add(s, uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, schema string, kind uint8) {
+		typ := []string{TypeAvro, TypeJSON, TypeProtobuf}[kind%3]
 		r := New(nil)
 		ctx := context.Background()
 		if _, err := r.SetLevel(ctx, "", LevelFullTransitive); err != nil {

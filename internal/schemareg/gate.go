@@ -145,6 +145,10 @@ func (r *Registry) gateEntry(id int) (*gateEntry, bool) {
 		} else {
 			e.nameErr = "a record name strategy needs a named Avro schema (record, enum or fixed)"
 		}
+	case p.proto != nil:
+		if e.name = protoFirstMessage(p.proto); e.name == "" {
+			e.nameErr = "a record name strategy needs a Protobuf schema with a message"
+		}
 	case p.json != nil:
 		e.compiled = p.json.compiled
 		if m, ok := p.json.root.(map[string]any); ok {

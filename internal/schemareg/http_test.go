@@ -207,3 +207,40 @@ func TestHTTPAllSchemas(t *testing.T) {
 		}
 	}
 }
+
+// Protobuf through franz-go's client: an imported file as a reference,
+// the importing schema, a compatible and an incompatible next version.
+func TestHTTPProtobufWithFranzGoClient(t *testing.T) {
+	ctx := context.Background()
+	_, _, cl := serve(t)
+	money := sr.Schema{Type: sr.TypeProtobuf, Schema: "syntax = \"proto3\";\npackage shop;\nmessage Money { string currency = 1; int64 units = 2; }"}
+	m, err := cl.CreateSchema(ctx, "money", money)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := func(body string) sr.Schema {
+		return sr.Schema{Type: sr.TypeProtobuf,
+			Schema:     "syntax = \"proto3\";\npackage shop;\nimport \"shop/money.proto\";\nmessage Order {\n" + body + "\n}",
+			References: []sr.SchemaReference{{Name: "shop/money.proto", Subject: "money", Version: m.Version}}}
+	}
+	v1, err := cl.CreateSchema(ctx, "orders-value", order("string id = 1; Money total = 2;"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1.Type != sr.TypeProtobuf || len(v1.References) != 1 {
+		t.Fatalf("registered %+v", v1)
+	}
+	if _, err := cl.CreateSchema(ctx, "orders-value", order("string id = 1; Money total = 2; string note = 3;")); err != nil {
+		t.Fatalf("field added: %v", err)
+	}
+	_, err = cl.CreateSchema(ctx, "orders-value", order("string id = 1; string total = 2;"))
+	wantSRCode(t, err, 409)
+	refs, err := cl.SchemaReferences(ctx, "money", 1)
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("referenced by: %+v, %v", refs, err)
+	}
+	types, err := cl.SupportedTypes(ctx)
+	if err != nil || len(types) != 3 {
+		t.Fatalf("types %v, %v", types, err)
+	}
+}

@@ -47,7 +47,7 @@ func (s *state) parseJSONSchema(c content) (*parsed, error) {
 	doc := &jsonDoc{refs: map[string]any{}}
 	comp := jsonschema.NewCompiler()
 	comp.UseLoader(noLoader{})
-	if err := s.loadJSONRefs(c.References, comp, doc, 0); err != nil {
+	if err := s.loadJSONRefs(c.References, comp, doc); err != nil {
 		return nil, err
 	}
 	root, err := decodeJSONDoc(c.Schema)
@@ -66,31 +66,18 @@ func (s *state) parseJSONSchema(c content) (*parsed, error) {
 	return &parsed{typ: TypeJSON, json: doc, text: c.Schema}, nil
 }
 
-func (s *state) loadJSONRefs(refs []Reference, comp *jsonschema.Compiler, doc *jsonDoc, depth int) error {
-	if depth > maxReferenceDepth {
-		return &errInvalidSchema{"Invalid schema: references nest deeper than 32 (a cycle?)"}
-	}
-	for _, r := range refs {
-		sv := s.subjects[r.Subject][r.Version]
-		if sv == nil {
-			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q to subject %q version %d not found", r.Name, r.Subject, r.Version)}
-		}
-		if _, done := doc.refs[r.Name]; done {
-			continue
-		}
-		if err := s.loadJSONRefs(sv.References, comp, doc, depth+1); err != nil {
-			return err
-		}
+func (s *state) loadJSONRefs(refs []Reference, comp *jsonschema.Compiler, doc *jsonDoc) error {
+	return s.walkRefs(refs, map[string]bool{}, 0, func(r Reference, sv *schemaValue) error {
 		d, err := decodeJSONDoc(sv.Schema)
 		if err == nil {
 			err = comp.AddResource(refURL(r.Name), d)
 		}
 		if err != nil {
-			return &errInvalidSchema{fmt.Sprintf("Invalid schema: reference %q (subject %q version %d): %v", r.Name, r.Subject, r.Version, err)}
+			return err
 		}
 		doc.refs[r.Name] = d
-	}
-	return nil
+		return nil
+	})
 }
 
 // refURL is where a reference's name resolves from the main schema's

@@ -10,11 +10,10 @@
 // mutators) compute the records a change needs under the writer lock and
 // hand them to a Log, which makes them durable and applies them.
 //
-// Work in progress (issue 16): AVRO schemas with references and every
-// compatibility level, the REST API and the record format are here and
-// tested, and JSON Schema with its compatibility rules; Protobuf, the Log over the `_schemas` topic with
-// writes forwarded to its partition leader, serving the API from `berth
-// serve`, the publish-path gate, authentication and the CLI are not yet.
+// AVRO, JSON Schema and Protobuf schemas are parsed and checked here
+// (compat.go, jsonschema.go, protobuf.go), and CheckWire is the publish
+// gate's per-record check. The node (internal/app) keeps the records in
+// the `_schemas` topic and serves Handler on its HTTP listener.
 package schemareg
 
 import (
