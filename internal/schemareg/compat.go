@@ -15,7 +15,7 @@ type parsed struct {
 	avro  avro.Schema
 	json  *jsonDoc
 	proto protoreflect.FileDescriptor
-	text string // the schema as registered, for messages
+	text  string // the schema as registered, for messages
 }
 
 // canonical is the schema's normalised text (normalize=true).
