@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/berthmq/berth/internal/audit"
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/dlq"
@@ -61,6 +62,7 @@ type Node struct {
 	httpRaw  net.Listener // the HTTP listener's socket, bound at start
 	httpAdv  string       // its advertised host:port, in the broker's registration
 	schemas  *schemaStore // the schema registry; nil when schema.registry.enable is false
+	authz    auth.Authorizer
 	groups   *group.Coordinator
 	shares   *sharepart.Registry
 	dlq      *dlq.Writer             // the share groups' dead-letter writes
@@ -293,6 +295,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if err != nil {
 		return nil, err
 	}
+	n.authz = authz
 	var gate handler.SchemaGate
 	if cfg.Bool("schema.registry.enable") {
 		if err := n.startSchemas(cfg); err != nil {

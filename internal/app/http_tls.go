@@ -10,15 +10,27 @@ import (
 )
 
 // httpSecurity makes the HTTP listener HTTPS when
-// http.ssl.keystore.location is set and, with http.auth=mtls, requires a
-// client certificate the truststore signed on every path but /metrics and
-// /healthz while http.metrics.open is true (Prometheus scrapers and load
-// balancer checks without certificates).
+// http.ssl.keystore.location is set (asking for client certificates with
+// http.auth=mtls) and authenticates every request with http.auth's
+// methods (http_auth.go), but /metrics and /healthz while
+// http.metrics.open is true (Prometheus scrapers and load balancer
+// checks without credentials).
 func (n *Node) httpSecurity(ln net.Listener, h http.Handler) (net.Listener, http.Handler, error) {
+	a, err := n.newHTTPAuthn(n.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a != nil {
+		a.onFail = n.auditHTTPAuthFailure
+		open := n.cfg.Bool("http.metrics.open")
+		h = a.wrap(h, func(path string) bool { return open && (path == "/metrics" || path == "/healthz") })
+		if a.basic && n.cfg.Get("http.ssl.keystore.location") == "" {
+			n.log.Warn("http.auth=basic over plain HTTP: passwords cross the network in clear; set http.ssl.keystore.location")
+		}
+	}
 	if n.cfg.Get("http.ssl.keystore.location") == "" {
 		return ln, h, nil
 	}
-	mtls := n.cfg.Get("http.auth") == "mtls"
 	s := server.TLSSettings{
 		KeystoreLocation:   n.cfg.Get("http.ssl.keystore.location"),
 		KeyPassword:        n.cfg.Get("http.ssl.key.password"),
@@ -26,28 +38,13 @@ func (n *Node) httpSecurity(ln net.Listener, h http.Handler) (net.Listener, http
 		MinVersion:         tls.VersionTLS12,
 		Logger:             n.log.With("listener", "http"),
 	}
-	if mtls {
-		s.ClientAuth = "requested" // required per path below
+	if tlsNeedsClientCert(n.cfg) {
+		s.ClientAuth = "requested" // required per request by httpAuthn
 	}
 	st, err := server.NewTLSStore(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("http.ssl: %w", err)
 	}
 	n.httpTLS = st
-	if mtls {
-		open := n.cfg.Bool("http.metrics.open")
-		inner := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if open && (r.URL.Path == "/metrics" || r.URL.Path == "/healthz") {
-				inner.ServeHTTP(w, r)
-				return
-			}
-			if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
-				http.Error(w, "a client certificate signed by http.ssl.truststore.location is required (http.auth=mtls)", http.StatusUnauthorized)
-				return
-			}
-			inner.ServeHTTP(w, r)
-		})
-	}
 	return tls.NewListener(ln, st.ServerConfig()), h, nil
 }

@@ -18,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berthmq/berth/internal/auth"
 	"github.com/berthmq/berth/internal/batch"
 	"github.com/berthmq/berth/internal/cluster"
 	"github.com/berthmq/berth/internal/config"
@@ -311,7 +313,7 @@ func (s *schemaStore) ensureTopic(ctx context.Context) (*metadata.Topic, error) 
 // otherwise.
 func (s *schemaStore) handler() http.Handler {
 	local := schemareg.Handler(s.reg)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !schemareg.IsWrite(r) {
 			local.ServeHTTP(w, r)
 			return
@@ -334,26 +336,32 @@ func (s *schemaStore) handler() http.Handler {
 			return
 		}
 		s.forward(w, r, b.HTTP)
-	})
+	}))
 }
 
-// serveWrite serves a write here and adds the _schemas offset its
-// answer reflects.
+// serveWrite serves a write here, adds the _schemas offset its answer
+// reflects, and records a change made in the audit trail.
 func (s *schemaStore) serveWrite(local http.Handler, w http.ResponseWriter, r *http.Request) {
 	s.registrations.Add(1)
-	local.ServeHTTP(&offsetWriter{ResponseWriter: w, s: s}, r)
+	ow := &offsetWriter{ResponseWriter: w, s: s}
+	local.ServeHTTP(ow, r)
+	if ow.status < 300 {
+		s.audit(r, requestPrincipal(r), actionOf(r), true, "")
+	}
 }
 
 // offsetWriter adds offsetHeader to a write's answer.
 type offsetWriter struct {
 	http.ResponseWriter
-	s    *schemaStore
-	done bool
+	s      *schemaStore
+	done   bool
+	status int
 }
 
 func (o *offsetWriter) WriteHeader(code int) {
 	if !o.done {
 		o.done = true
+		o.status = code
 		next, _ := o.s.applied()
 		o.Header().Set(offsetHeader, strconv.FormatInt(next, 10))
 		if code == http.StatusConflict {
@@ -511,4 +519,155 @@ func (c schemaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSRGate, prometheus.CounterValue, float64(v.(*atomic.Int64).Load()), k.(string))
 		return true
 	})
+}
+
+// registryAction is what a registry request does, for the authorizer:
+// an operation on a subject (Berth's SUBJECT resource), on the cluster
+// (the global config and mode), or nothing to check.
+type registryAction struct {
+	op      kmsg.ACLOperation
+	typ     kmsg.ACLResourceType
+	name    string
+	check   bool
+	filter  bool // a listing: answered with the subjects the principal may describe
+	byID    bool // /schemas/ids/{id}...: READ on one of the id's subjects
+	change  string
+	subject string
+}
+
+// actionOf maps a registry request to its action.
+func actionOf(r *http.Request) registryAction {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	write := r.Method != http.MethodGet && r.Method != http.MethodHead
+	subject := func(i int) string {
+		if len(parts) > i {
+			s, err := url.PathUnescape(parts[i])
+			if err == nil {
+				return s
+			}
+			return parts[i]
+		}
+		return ""
+	}
+	sub := func(op kmsg.ACLOperation) registryAction {
+		return registryAction{op: op, typ: metadata.ACLResourceTypeSubject, name: subject(1), check: true, subject: subject(1)}
+	}
+	cluster := func(op kmsg.ACLOperation) registryAction {
+		return registryAction{op: op, typ: kmsg.ACLResourceTypeCluster, name: metadata.ClusterResourceName, check: true}
+	}
+	switch parts[0] {
+	case "subjects":
+		switch {
+		case len(parts) == 1:
+			return registryAction{filter: true}
+		case r.Method == http.MethodDelete:
+			a := sub(kmsg.ACLOperationDelete)
+			a.change = "delete"
+			return a
+		case r.Method == http.MethodPost && len(parts) == 3 && parts[2] == "versions":
+			a := sub(kmsg.ACLOperationWrite)
+			a.change = "register"
+			return a
+		}
+		return sub(kmsg.ACLOperationRead)
+	case "schemas":
+		if len(parts) >= 3 && parts[1] == "ids" {
+			return registryAction{byID: true}
+		}
+		if len(parts) == 1 {
+			return registryAction{filter: true}
+		}
+	case "compatibility":
+		a := sub(kmsg.ACLOperationRead)
+		a.name, a.subject = subject(2), subject(2)
+		return a
+	case "config", "mode":
+		if len(parts) == 1 {
+			if write {
+				a := cluster(kmsg.ACLOperationAlterConfigs)
+				a.change = parts[0]
+				return a
+			}
+			return cluster(kmsg.ACLOperationDescribeConfigs)
+		}
+		if write {
+			a := sub(kmsg.ACLOperationAlterConfigs)
+			a.change = parts[0]
+			return a
+		}
+		return sub(kmsg.ACLOperationDescribeConfigs)
+	}
+	return registryAction{} // /, /schemas/types, /contexts
+}
+
+// authorized wraps the registry's API with the authorizer: each request
+// needs its operation on its subject (or the cluster), listings are cut
+// to the subjects the principal may describe, a schema by id needs READ
+// on one of its subjects. Changes go to the audit trail.
+func (s *schemaStore) authorized(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		az := s.n.authz
+		p := requestPrincipal(r)
+		host := hostOf(r.RemoteAddr)
+		a := actionOf(r)
+		may := func(op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+			return az == nil || !auth.Enabled(az) || az.Authorize(auth.Action{Principal: p, Host: host, Op: op, Type: typ, Name: name})
+		}
+		// A forwarded write was authorized by the node it came through,
+		// and comes with that node's principal (its certificate) or the
+		// client's own credentials, checked again here.
+		switch {
+		case a.check && !may(a.op, a.typ, a.name):
+			s.audit(r, p, a, false, "not authorized")
+			schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301,
+				Message: fmt.Sprintf("User %s is not authorized to %s %s %s", p, a.op, metadata.ResourceTypeName(a.typ), a.name)})
+			return
+		case a.byID:
+			id, err := strconv.Atoi(strings.Split(strings.TrimPrefix(r.URL.Path, "/schemas/ids/"), "/")[0])
+			if err == nil && az != nil && auth.Enabled(az) {
+				vs, _ := s.reg.IDVersions(id, false)
+				ok := false
+				for _, v := range vs {
+					if may(kmsg.ACLOperationRead, metadata.ACLResourceTypeSubject, v.Subject) {
+						ok = true
+						break
+					}
+				}
+				if !ok && len(vs) > 0 {
+					schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301,
+						Message: fmt.Sprintf("User %s is not authorized to READ a subject of schema id %d", p, id)})
+					return
+				}
+			}
+		case a.filter && az != nil && auth.Enabled(az):
+			r = r.WithContext(schemareg.WithSubjectFilter(r.Context(), func(subject string) bool {
+				return may(kmsg.ACLOperationDescribe, metadata.ACLResourceTypeSubject, subject)
+			}))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// audit records a registry change (or a refused one) in the audit trail.
+func (s *schemaStore) audit(r *http.Request, p auth.Principal, a registryAction, allowed bool, reason string) {
+	if s.n.audit == nil {
+		return
+	}
+	kind := "management"
+	if !allowed {
+		kind = "authorization"
+	}
+	s.n.audit.Audit(auth.Event{Time: time.Now(), Principal: p, Host: r.RemoteAddr, Listener: "http", Kind: kind,
+		Method: "SchemaRegistry " + r.Method + " " + r.URL.Path, Operation: a.op.String(),
+		ResourceType: metadata.ResourceTypeName(a.typ), ResourceName: a.name, Allowed: allowed, Error: reason,
+		Detail: map[string]string{"change": a.change, "query": r.URL.RawQuery}})
+}
+
+// auditHTTPAuthFailure records a failed HTTP authentication.
+func (n *Node) auditHTTPAuthFailure(p auth.Principal, addr, method, reason string) {
+	n.log.Warn("http authentication failed", "principal", p.String(), "remote", addr, "method", method, "err", reason)
+	if n.audit != nil {
+		n.audit.Audit(auth.Event{Time: time.Now(), Principal: p, Host: addr, Listener: "http", Kind: "authentication",
+			Method: "HTTP " + method, Allowed: false, Error: reason})
+	}
 }

@@ -3,6 +3,7 @@ package cli
 // `berth acl create|list|delete`: kafka-acls.sh's --add, --list and
 // --remove with its flags (--allow-principal, --deny-principal,
 // --allow-host, --deny-host, --operation, --topic, --group, --cluster,
+// --subject (Berth's schema registry subjects),
 // --transactional-id, --resource-pattern-type, and the --producer,
 // --consumer and --idempotent conveniences), over CreateAcls, DescribeAcls
 // and DeleteAcls.
@@ -19,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berthmq/berth/internal/metadata"
 )
 
 func init() { clientCommands = append(clientCommands, newACLCmd) }
@@ -29,6 +32,7 @@ type aclFlags struct {
 	allowHosts, denyHosts           []string
 	operations                      []string
 	topics, groups, txnIDs          []string
+	subjects                        []string // schema registry subjects (Berth's SUBJECT resource)
 	cluster                         bool
 	pattern                         string
 	producer, consumer, idempotent  bool
@@ -41,6 +45,7 @@ func (f *aclFlags) register(cmd *cobra.Command, verb string) {
 	fs.StringArrayVar(&f.topics, "topic", nil, "a topic (repeatable); * is every topic")
 	fs.StringArrayVar(&f.groups, "group", nil, "a consumer or share group (repeatable); * is every group")
 	fs.StringArrayVar(&f.txnIDs, "transactional-id", nil, "a transactional id (repeatable); * is every one")
+	fs.StringArrayVar(&f.subjects, "subject", nil, "a schema registry subject (repeatable); * is every subject")
 	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource (kafka-cluster)")
 	fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed; list and delete also take match (the ACLs that apply to the named resources) and any")
 	if verb == "list" {
@@ -76,6 +81,9 @@ func (f *aclFlags) resources() []aclResource {
 	}
 	for _, x := range f.txnIDs {
 		out = append(out, aclResource{kmsg.ACLResourceTypeTransactionalId, x})
+	}
+	for _, x := range f.subjects {
+		out = append(out, aclResource{metadata.ACLResourceTypeSubject, x})
 	}
 	if f.cluster {
 		out = append(out, aclResource{kmsg.ACLResourceTypeCluster, "kafka-cluster"})
@@ -170,7 +178,7 @@ func (f *aclFlags) bindings() ([]kmsg.CreateACLsRequestCreation, error) {
 			return nil, errors.New("--idempotent goes with --producer")
 		}
 		if len(res) == 0 {
-			return nil, errors.New("name a resource: --topic, --group, --transactional-id or --cluster")
+			return nil, errors.New("name a resource: --topic, --group, --transactional-id, --subject or --cluster")
 		}
 		names := f.operations
 		if len(names) == 0 {
@@ -216,7 +224,7 @@ func (f *aclFlags) bindings() ([]kmsg.CreateACLsRequestCreation, error) {
 func entryOf(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, principal, host string,
 	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) aclEntry {
 	return aclEntry{Principal: principal, Permission: perm.String(), Operation: op.String(), Host: host,
-		ResourceType: typ.String(), ResourceName: name, PatternType: pattern.String()}
+		ResourceType: metadata.ResourceTypeName(typ), ResourceName: name, PatternType: pattern.String()}
 }
 
 func writeACLs(cmd *cobra.Command, cf *clientFlags, entries []aclEntry) error {
@@ -462,7 +470,7 @@ func newACLDeleteCmd(cf *clientFlags) *cobra.Command {
 				return f.deleteExact(cmd, cf, creations)
 			}
 			if len(f.resources()) == 0 {
-				return errors.New("name the resources whose ACLs to delete: --topic, --group, --transactional-id or --cluster")
+				return errors.New("name the resources whose ACLs to delete: --topic, --group, --transactional-id, --subject or --cluster")
 			}
 			filters, err := f.filters()
 			if err != nil {

@@ -36,8 +36,43 @@ const ClusterResourceName = "kafka-cluster"
 const WildcardResource = "*"
 
 // String is the binding in kafka-acls.sh's words.
+// ACLResourceTypeSubject is Berth's resource type of schema registry
+// subjects (Kafka has none): READ (read its versions, look schemas up,
+// check compatibility), WRITE (register), DELETE, DESCRIBE_CONFIGS and
+// ALTER_CONFIGS (its compatibility level and mode). Its number is outside
+// Kafka's range so that a later Kafka type never collides with it.
+const ACLResourceTypeSubject kmsg.ACLResourceType = 100
+
+// ResourceTypeName is a resource type's name: Kafka's, or SUBJECT.
+func ResourceTypeName(t kmsg.ACLResourceType) string {
+	if t == ACLResourceTypeSubject {
+		return "SUBJECT"
+	}
+	return t.String()
+}
+
+// ParseResourceType parses a resource type's name (Kafka's, or SUBJECT),
+// in any case.
+func ParseResourceType(s string) (kmsg.ACLResourceType, error) {
+	if strings.EqualFold(s, "SUBJECT") {
+		return ACLResourceTypeSubject, nil
+	}
+	return kmsg.ParseACLResourceType(s)
+}
+
+// typeSlot is a resource type's index in ACLs.byType (-1: none).
+func typeSlot(t kmsg.ACLResourceType) int {
+	switch {
+	case t == ACLResourceTypeSubject:
+		return int(kmsg.ACLResourceTypeUser) + 1
+	case t < 0 || t > kmsg.ACLResourceTypeUser:
+		return -1
+	}
+	return int(t)
+}
+
 func (a ACL) String() string {
-	return fmt.Sprintf("(%s %s %s) %s %s from %s on %s", a.ResourceType, a.PatternType, a.ResourceName,
+	return fmt.Sprintf("(%s %s %s) %s %s from %s on %s", ResourceTypeName(a.ResourceType), a.PatternType, a.ResourceName,
 		a.Principal, a.Permission, a.Host, a.Operation)
 }
 
@@ -54,7 +89,7 @@ type aclJSON struct {
 
 // MarshalJSON encodes the enums by name (TOPIC, LITERAL, READ, ALLOW).
 func (a ACL) MarshalJSON() ([]byte, error) {
-	return json.Marshal(aclJSON{a.ResourceType.String(), a.ResourceName, a.PatternType.String(),
+	return json.Marshal(aclJSON{ResourceTypeName(a.ResourceType), a.ResourceName, a.PatternType.String(),
 		a.Principal, a.Host, a.Operation.String(), a.Permission.String()})
 }
 
@@ -65,7 +100,7 @@ func (a *ACL) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var err [4]error
-	a.ResourceType, err[0] = kmsg.ParseACLResourceType(j.ResourceType)
+	a.ResourceType, err[0] = ParseResourceType(j.ResourceType)
 	a.PatternType, err[1] = kmsg.ParseACLResourcePatternType(j.PatternType)
 	a.Operation, err[2] = kmsg.ParseACLOperation(j.Operation)
 	a.Permission, err[3] = kmsg.ParseACLPermissionType(j.Permission)
@@ -93,6 +128,8 @@ var ACLOperations = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
 	kmsg.ACLResourceTypeTransactionalId: {kmsg.ACLOperationDescribe, kmsg.ACLOperationWrite},
 	kmsg.ACLResourceTypeDelegationToken: {kmsg.ACLOperationDescribe},
 	kmsg.ACLResourceTypeUser:            {kmsg.ACLOperationCreateTokens, kmsg.ACLOperationDescribeTokens},
+	ACLResourceTypeSubject: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDelete,
+		kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
 }
 
 // Validate checks a binding as Kafka checks a new ACL (CreateAcls): a
@@ -107,7 +144,7 @@ func (a ACL) Validate() error {
 	ops, ok := ACLOperations[a.ResourceType]
 	switch {
 	case !ok:
-		return bad("invalid resource type %s", a.ResourceType)
+		return bad("invalid resource type %s", ResourceTypeName(a.ResourceType))
 	case a.PatternType != kmsg.ACLResourcePatternTypeLiteral && a.PatternType != kmsg.ACLResourcePatternTypePrefixed:
 		return bad("invalid pattern type %s", a.PatternType)
 	case a.ResourceName == "":
@@ -123,7 +160,7 @@ func (a ACL) Validate() error {
 	case a.Operation == kmsg.ACLOperationAll:
 		return nil
 	case !slices.Contains(ops, a.Operation):
-		return bad("operation %s is not supported by resource type %s", a.Operation, a.ResourceType)
+		return bad("operation %s is not supported by resource type %s", a.Operation, ResourceTypeName(a.ResourceType))
 	}
 	return nil
 }
@@ -146,7 +183,7 @@ type DeleteACLs struct {
 // like the image; the nil *ACLs has no bindings.
 type ACLs struct {
 	all    []ACL // sorted (compareACL)
-	byType [kmsg.ACLResourceTypeUser + 1]*aclTypeIndex
+	byType [kmsg.ACLResourceTypeUser + 2]*aclTypeIndex // by typeSlot
 }
 
 type aclTypeIndex struct {
@@ -165,10 +202,14 @@ func compareACL(a, b ACL) int {
 func newACLs(all []ACL) *ACLs {
 	s := &ACLs{all: all}
 	for _, a := range all {
-		ix := s.byType[a.ResourceType]
+		slot := typeSlot(a.ResourceType)
+		if slot < 0 {
+			continue // Validate refuses it
+		}
+		ix := s.byType[slot]
 		if ix == nil {
 			ix = &aclTypeIndex{literal: map[string][]ACL{}, prefixed: map[string][]ACL{}}
-			s.byType[a.ResourceType] = ix
+			s.byType[slot] = ix
 		}
 		if a.PatternType == kmsg.ACLResourcePatternTypePrefixed {
 			if _, seen := ix.prefixed[a.ResourceName]; !seen && !slices.Contains(ix.lens, len(a.ResourceName)) {
@@ -219,10 +260,11 @@ func (s *ACLs) Has(a ACL) bool {
 // and every prefix of name; visit returns false to stop. The lists must
 // not be modified.
 func (s *ACLs) ForResource(typ kmsg.ACLResourceType, name string, visit func([]ACL) bool) {
-	if s == nil || typ < 0 || int(typ) >= len(s.byType) {
+	slot := typeSlot(typ)
+	if s == nil || slot < 0 {
 		return
 	}
-	ix := s.byType[typ]
+	ix := s.byType[slot]
 	if ix == nil {
 		return
 	}
@@ -263,7 +305,7 @@ type ACLFilter struct {
 // enum value Kafka does not name is UNKNOWN too).
 func (f ACLFilter) Validate() error {
 	switch {
-	case f.ResourceType <= kmsg.ACLResourceTypeUnknown || f.ResourceType > kmsg.ACLResourceTypeUser:
+	case (f.ResourceType <= kmsg.ACLResourceTypeUnknown || f.ResourceType > kmsg.ACLResourceTypeUser) && f.ResourceType != ACLResourceTypeSubject:
 		return fmt.Errorf("%w: filter: unknown resource type %d", ErrInvalidACL, f.ResourceType)
 	case f.PatternType <= kmsg.ACLResourcePatternTypeUnknown || f.PatternType > kmsg.ACLResourcePatternTypePrefixed:
 		return fmt.Errorf("%w: filter: unknown pattern type %d", ErrInvalidACL, f.PatternType)

@@ -1,12 +1,14 @@
 package schemareg
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -65,6 +67,23 @@ func Handler(reg *Registry) http.Handler {
 }
 
 type api struct{ reg *Registry }
+
+// subjectFilterKey carries a request's subject filter (WithSubjectFilter).
+type subjectFilterKey struct{}
+
+// WithSubjectFilter makes the listings of a request (GET /subjects, GET
+// /schemas) keep only the subjects keep accepts: the node's authorizer
+// cuts them to what the principal may describe.
+func WithSubjectFilter(ctx context.Context, keep func(subject string) bool) context.Context {
+	return context.WithValue(ctx, subjectFilterKey{}, keep)
+}
+
+func subjectFilter(r *http.Request) func(string) bool {
+	if f, ok := r.Context().Value(subjectFilterKey{}).(func(string) bool); ok {
+		return f
+	}
+	return nil
+}
 
 // IsWrite reports whether r changes the registry (and so goes to its
 // writer): registrations, deletions, config and mode changes. Lookups
@@ -136,6 +155,9 @@ func decodeBody(r *http.Request, v any) error {
 func (h *api) schemas(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	all := h.reg.Schemas(q.Get("subjectPrefix"), boolParam(r, "deleted"), boolParam(r, "latestOnly"))
+	if keep := subjectFilter(r); keep != nil {
+		all = slices.DeleteFunc(all, func(sv SubjectVersion) bool { return !keep(sv.Subject) })
+	}
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	all = all[min(max(offset, 0), len(all)):]
@@ -146,7 +168,11 @@ func (h *api) schemas(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *api) subjects(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, h.reg.Subjects(r.URL.Query().Get("subjectPrefix"), boolParam(r, "deleted")))
+	subjects := h.reg.Subjects(r.URL.Query().Get("subjectPrefix"), boolParam(r, "deleted"))
+	if keep := subjectFilter(r); keep != nil {
+		subjects = slices.DeleteFunc(subjects, func(s string) bool { return !keep(s) })
+	}
+	writeJSON(w, subjects)
 }
 
 func (h *api) register(w http.ResponseWriter, r *http.Request) {

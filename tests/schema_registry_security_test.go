@@ -1,0 +1,172 @@
+package tests
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	tc "github.com/berthmq/berth/internal/testcluster"
+)
+
+// subjectACL creates an ALLOW binding on Berth's SUBJECT resource (type
+// 100) with a raw CreateAcls request, as `berth acl create --subject` does.
+func subjectACL(t *testing.T, cl *kgo.Client, principal, subject string, pattern kmsg.ACLResourcePatternType, ops ...kmsg.ACLOperation) {
+	t.Helper()
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, op := range ops {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = 100, subject, pattern
+		c.Principal, c.Host, c.Operation, c.PermissionType = principal, "*", op, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, c)
+	}
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.ErrorCode != 0 {
+			t.Fatalf("create subject ACL: code %d %v", r.ErrorCode, strDeref(r.ErrorMessage))
+		}
+	}
+}
+
+// The registry on a secured node: HTTP Basic against the SCRAM users and
+// the PLAIN admin, the authorizer on, subjects authorized per ACL on
+// Berth's SUBJECT resource: a user reads and registers only the subjects
+// its ACLs name, lists only those, reads a schema by id only through one
+// of them, and may not change the global level.
+func TestSchemaRegistryAuth(t *testing.T) {
+	n := startSASL(t, "PLAIN,SCRAM-SHA-512",
+		tc.With("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		tc.With("super.users", "User:admin"),
+		tc.With("http.auth", "basic"))
+	createScramUsers(t, n.Addr(), kadm.UpsertSCRAM{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-pw"})
+	ctx := ctxT(t, 60*time.Second)
+	url := "http://" + n.HTTPAddr()
+	client := func(opts ...sr.ClientOpt) *sr.Client {
+		cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	admin := client(sr.BasicAuth("admin", "admin-secret"))
+	alice := client(sr.BasicAuth("alice", "alice-pw"))
+
+	// No credentials, wrong ones: 401; metrics stay open.
+	_, err := client().Subjects(ctx)
+	wantSRCodeT(t, err, 401)
+	_, err = client(sr.BasicAuth("alice", "nope")).Subjects(ctx)
+	wantSRCodeT(t, err, 401)
+	if resp, err := http.Get(url + "/metrics"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	pay, err := admin.CreateSchema(ctx, "payments-value", sr.Schema{Schema: `"string"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No ACL: refused.
+	_, err = alice.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1})
+	wantSRCodeT(t, err, 40301)
+
+	subjectACL(t, saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()), "User:alice", "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationRead, kmsg.ACLOperationWrite)
+	var o sr.SubjectSchema
+	poll := time.Now().Add(10 * time.Second)
+	for {
+		if o, err = alice.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1}); err == nil || time.Now().After(poll) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("alice registers orders-value with WRITE on orders-*: %v", err)
+	}
+	if _, err := alice.SchemaByVersion(ctx, "orders-value", -1); err != nil {
+		t.Fatalf("alice reads orders-value: %v", err)
+	}
+	_, err = alice.CreateSchema(ctx, "payments-value", sr.Schema{Schema: `"bytes"`})
+	wantSRCodeT(t, err, 40301)
+	_, err = alice.SchemaByVersion(ctx, "payments-value", -1)
+	wantSRCodeT(t, err, 40301)
+	_, err = alice.SchemaByID(ctx, pay.ID)
+	wantSRCodeT(t, err, 40301)
+	if _, err := alice.SchemaByID(ctx, o.ID); err != nil {
+		t.Fatalf("alice reads her schema by id: %v", err)
+	}
+	if subs, err := alice.Subjects(ctx); err != nil || len(subs) != 1 || subs[0] != "orders-value" {
+		t.Fatalf("alice lists %v, %v; want only orders-value", subs, err)
+	}
+	if subs, err := admin.Subjects(ctx); err != nil || len(subs) != 2 {
+		t.Fatalf("admin lists %v, %v; want both", subs, err)
+	}
+	res := alice.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone})
+	if len(res) != 1 {
+		t.Fatalf("set global level: %+v", res)
+	}
+	wantSRCodeT(t, res[0].Err, 40301)
+	_, err = alice.DeleteSubject(ctx, "orders-value", sr.SoftDelete)
+	wantSRCodeT(t, err, 40301) // READ and WRITE, not DELETE
+
+	// Produce and consume with SASL go on as before: the registry's
+	// principals are the Kafka ones.
+	if _, err := kadm.NewClient(saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())).ListTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantSRCodeT(t *testing.T, err error, code int) {
+	t.Helper()
+	var re *sr.ResponseError
+	if !errors.As(err, &re) || re.ErrorCode != code {
+		t.Fatalf("error %v, want registry error %d", err, code)
+	}
+}
+
+// http.auth=bearer checks tokens as the OAUTHBEARER listener does (here
+// its development mode: unsecured tokens, no JWKS); the token's subject
+// is the principal the ACLs authorize.
+func TestSchemaRegistryBearer(t *testing.T) {
+	n := startSASL(t, "PLAIN,OAUTHBEARER",
+		tc.With("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		tc.With("super.users", "User:admin"),
+		tc.With("http.auth", "basic,bearer"))
+	ctx := ctxT(t, 30*time.Second)
+	bearer := func(tok string) *sr.Client {
+		cl, err := sr.NewClient(sr.URLs("http://"+n.HTTPAddr()), sr.BearerToken(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	dev := bearer(unsecuredToken(t, jwt.MapClaims{"sub": "dev", "exp": time.Now().Add(time.Hour).Unix()}))
+	_, err := dev.CreateSchema(ctx, "dev-value", sr.Schema{Schema: `"string"`})
+	wantSRCodeT(t, err, 40301) // authenticated as User:dev, no ACL yet
+	subjectACL(t, saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()),
+		"User:dev", "dev-value", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite, kmsg.ACLOperationRead)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err = dev.CreateSchema(ctx, "dev-value", sr.Schema{Schema: `"string"`}); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("User:dev registers with WRITE and READ (the client reads the schema back by id): %v", err)
+	}
+	expired := bearer(unsecuredToken(t, jwt.MapClaims{"sub": "dev", "exp": time.Now().Add(-time.Hour).Unix()}))
+	_, err = expired.Subjects(ctx)
+	wantSRCodeT(t, err, 401)
+	_, err = bearer("not-a-jwt").Subjects(ctx)
+	wantSRCodeT(t, err, 401)
+}
