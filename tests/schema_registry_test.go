@@ -174,8 +174,8 @@ func metricValue(t *testing.T, httpAddr, series string) float64 {
 }
 
 // confluent-kafka-python (Debian's python3-confluent-kafka, its
-// SchemaRegistryClient and JSON Schema serde) against the registry and a
-// gated topic.
+// SchemaRegistryClient, JSON Schema serde and Protobuf serde) against the
+// registry and gated topics.
 func TestSchemaRegistryConfluentPython(t *testing.T) {
 	py := need(t, "/usr/bin/python3")
 	if exec.Command(py, "-c", "import confluent_kafka.schema_registry.json_schema, jsonschema, requests").Run() != nil {
@@ -186,5 +186,13 @@ func TestSchemaRegistryConfluentPython(t *testing.T) {
 	out := run(t, "", py, "testdata/confluent_schema_registry.py", n.Addr(), "http://"+n.HTTPAddr(), "py-orders", "50")
 	if !strings.Contains(out, "ok 50") {
 		t.Fatalf("script said %q", out)
+	}
+	if exec.Command(py, "-c", "import google.protobuf").Run() != nil {
+		need(t, "/nonexistent/python3-protobuf")
+	}
+	tc.CreateTopic(t, n.Addr(), "py-proto-orders", 2, map[string]*string{"confluent.value.schema.validation": kadm.StringPtr("true")})
+	out = run(t, "", py, "testdata/confluent_schema_registry_protobuf.py", n.Addr(), "http://"+n.HTTPAddr(), "py-proto-orders", "30")
+	if !strings.Contains(out, "ok 30") {
+		t.Fatalf("protobuf script said %q", out)
 	}
 }

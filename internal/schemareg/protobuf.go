@@ -1,6 +1,7 @@
 package schemareg
 
-// Protobuf schemas: a .proto file's text, parsed with protocompile; its
+// Protobuf schemas: a .proto file's text, parsed with protocompile, or
+// a base64 FileDescriptorProto (what Confluent's serializers register); its
 // references are its imports (a reference's name is the import path) and
 // the well-known google/protobuf/*.proto files resolve without one.
 //
@@ -33,15 +34,17 @@ package schemareg
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // protoMain is the registered schema's file name inside the compiler.
@@ -59,20 +62,81 @@ func (s *state) parseProtobuf(c content) (*parsed, error) {
 	}
 	comp := protocompile.Compiler{
 		MaxParallelism: 1,
-		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: func(path string) (io.ReadCloser, error) {
-				if text, ok := files[path]; ok {
-					return io.NopCloser(strings.NewReader(text)), nil
-				}
-				return nil, fmt.Errorf("import %q is not a registered schema (give it in references): %w", path, fs.ErrNotExist)
-			},
-		}),
+		Resolver: protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+			text, ok := files[path]
+			if !ok {
+				return protocompile.SearchResult{}, fmt.Errorf("import %q is not a registered schema (give it in references): %w", path, fs.ErrNotExist)
+			}
+			if fdp := serializedProto(text); fdp != nil {
+				fdp.Name = &path
+				return protocompile.SearchResult{Proto: fdp}, nil
+			}
+			return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
+		})),
 	}
 	res, err := comp.Compile(context.Background(), protoMain)
 	if err != nil {
 		return nil, &errInvalidSchema{fmt.Sprintf("Invalid schema %s: %v", abbreviate(c.Schema), err)}
 	}
 	return &parsed{typ: TypeProtobuf, proto: res[0], text: c.Schema}, nil
+}
+
+// serializedProto decodes a schema given as a base64 FileDescriptorProto
+// (what Confluent's serializers register, and the registry's
+// format=serialized), nil when text is .proto source.
+func serializedProto(text string) *descriptorpb.FileDescriptorProto {
+	text = strings.TrimSpace(text)
+	if text == "" || strings.ContainsAny(text, " \n\t;{") {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil
+	}
+	fdp := &descriptorpb.FileDescriptorProto{}
+	if err := proto.Unmarshal(b, fdp); err != nil || (len(fdp.MessageType) == 0 && len(fdp.EnumType) == 0 && fdp.Package == nil) {
+		return nil
+	}
+	for _, m := range fdp.MessageType {
+		fillJSONNames(m)
+	}
+	return fdp
+}
+
+// fillJSONNames gives every field without a json_name its default one,
+// as protoc's descriptors have them (descriptors built by a runtime, such
+// as Python's, may leave them out; the linker would take the missing
+// ones for custom names that collide).
+func fillJSONNames(m *descriptorpb.DescriptorProto) {
+	for _, f := range m.Field {
+		if f.JsonName == nil || *f.JsonName == "" {
+			name := defaultJSONName(f.GetName())
+			f.JsonName = &name
+		}
+	}
+	for _, n := range m.NestedType {
+		fillJSONNames(n)
+	}
+}
+
+// defaultJSONName is protoc's JSON name of a field: underscores dropped,
+// the letter after each upper-cased.
+func defaultJSONName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			up = true
+		case up && r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(r)
+			up = false
+		}
+	}
+	return b.String()
 }
 
 // protoFirstMessage is the file's first message's full name (the record

@@ -2,8 +2,12 @@ package schemareg
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 )
 
 // proto3 is a proto3 file in package shop holding body.
@@ -143,5 +147,39 @@ func TestProtobufParsingAndReferences(t *testing.T) {
 	}
 	if msg := r.CheckWire(GateCheck{Topic: "orders", Strategy: RecordNameStrategy}, wire(id, ""), nil); !strings.Contains(msg, "subject shop.Order") {
 		t.Fatalf("record name of a Protobuf schema: %q", msg)
+	}
+}
+
+// A schema given as a base64 FileDescriptorProto, as confluent-kafka's
+// serializers register it, parses and compares like its source.
+func TestProtobufSerializedDescriptor(t *testing.T) {
+	ctx := context.Background()
+	r := New(nil)
+	src := proto3("message Order { string id = 1; double total = 2; }")
+	if _, err := r.Register(ctx, "src", SchemaRequest{Schema: src, SchemaType: TypeProtobuf}, false); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.RLock()
+	p, err := r.st.parse(content{Type: TypeProtobuf, Schema: src})
+	r.mu.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(protodesc.ToFileDescriptorProto(p.proto))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser := base64.StdEncoding.EncodeToString(b)
+	id, err := r.Register(ctx, "ser", SchemaRequest{Schema: ser, SchemaType: TypeProtobuf}, false)
+	if err != nil {
+		t.Fatalf("serialized descriptor: %v", err)
+	}
+	// Against the serialized form, total's type change is seen.
+	changed := proto3("message Order { string id = 1; string total = 2; }")
+	if msgs, err := r.Check("ser", -1, SchemaRequest{Schema: changed, SchemaType: TypeProtobuf}, false); err != nil || len(msgs) == 0 {
+		t.Fatalf("double to string against the serialized schema: %q, %v", msgs, err)
+	}
+	if msg := r.CheckWire(GateCheck{Topic: "x", Strategy: RecordNameStrategy}, wire(id, ""), nil); !strings.Contains(msg, "subject shop.Order") {
+		t.Fatalf("record name: %q", msg)
 	}
 }
