@@ -182,7 +182,7 @@ type DeleteACLs struct {
 // resource type, the bindings by literal name and by prefix. Immutable
 // like the image; the nil *ACLs has no bindings.
 type ACLs struct {
-	all    []ACL // sorted (compareACL)
+	all    []ACL                                       // sorted (compareACL)
 	byType [kmsg.ACLResourceTypeUser + 2]*aclTypeIndex // by typeSlot
 }
 
