@@ -74,6 +74,20 @@ func TestACLCommands(t *testing.T) {
 	if es := aclJSON(t, cli("acl", "list", "--json")); len(es) != 1 || es[0].ResourceType != "GROUP" {
 		t.Fatalf("left: %+v", es)
 	}
+	// Schema registry subjects: Berth's SUBJECT resource.
+	if es := aclJSON(t, cli("acl", "create", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Write",
+		"--subject", "orders-", "--resource-pattern-type", "prefixed", "--json")); len(es) != 2 || es[0].ResourceType != "SUBJECT" {
+		t.Fatalf("subject ACLs: %+v", es)
+	}
+	if es := aclJSON(t, cli("acl", "list", "--subject", "orders-value", "--resource-pattern-type", "match", "--json")); len(es) != 2 || es[0].ResourceName != "orders-" {
+		t.Fatalf("subject ACLs matching orders-value: %+v", es)
+	}
+	if es := aclJSON(t, cli("acl", "delete", "--subject", "orders-", "--resource-pattern-type", "prefixed", "--yes", "--json")); len(es) != 2 {
+		t.Fatalf("deleted subject ACLs: %+v", es)
+	}
+	if _, _, err := runCLI(t, "", "acl", "create", "--allow-principal", "User:alice", "--operation", "Create", "--subject", "s", "-b", addr); err == nil {
+		t.Fatal("CREATE on a subject was accepted")
+	}
 	if _, _, err := runCLI(t, "", "acl", "create", "--topic", "orders", "-b", addr); err == nil || !strings.Contains(err.Error(), "--allow-principal") {
 		t.Fatalf("create without a principal: %v", err)
 	}

@@ -12,6 +12,7 @@ package cli
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -209,6 +210,7 @@ type benchProduceOptions struct {
 	maxInflight   int
 	breakdown     bool
 	metricsURLs   []string
+	schemaID      int // > 0: values start with the registry's wire format for this id
 }
 
 // latencySummary is the latency part of a bench produce result, in ms.
@@ -276,6 +278,7 @@ Give every broker that leads a partition of the topic with --metrics-url
 	fs.DurationVar(&o.linger, "linger", 10*time.Millisecond, "how long a partition waits to fill a batch (kgo ProducerLinger)")
 	fs.Float64Var(&o.throughput, "throughput", -1, "target records per second (-1: as fast as possible)")
 	fs.IntVar(&o.maxInflight, "max-inflight", 50000, "records buffered in the client before produce blocks (kgo MaxBufferedRecords)")
+	fs.IntVar(&o.schemaID, "schema-id", 0, "start every value with the schema registry's wire format for this schema id (magic byte 0 and the id), for a topic with confluent.value.schema.validation")
 	fs.BoolVar(&o.breakdown, "breakdown", false, "also print where the brokers spent the time, per produce stage (from their /metrics)")
 	fs.StringSliceVar(&o.metricsURLs, "metrics-url", nil, "a broker's /metrics URL for --breakdown, repeatable (default: each bootstrap host on port 8081)")
 	return cmd
@@ -354,6 +357,13 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 	}
 
 	payload := randomPayload(o.recordSize)
+	if o.schemaID > 0 {
+		if len(payload) < 5 {
+			return errors.New("--schema-id needs --record-size of at least 5 (the wire format's prefix)")
+		}
+		payload[0] = 0
+		binary.BigEndian.PutUint32(payload[1:5], uint32(o.schemaID))
+	}
 
 	var stagesBefore map[string]*stageHist
 	if o.breakdown {
