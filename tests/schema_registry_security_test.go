@@ -118,6 +118,23 @@ func TestSchemaRegistryAuth(t *testing.T) {
 	_, err = alice.DeleteSubject(ctx, "orders-value", sr.SoftDelete)
 	wantSRCodeT(t, err, 40301) // READ and WRITE, not DELETE
 
+	// A password changed takes effect at once (the node caches Basic
+	// credentials that passed, keyed by the user's current SCRAM keys).
+	createScramUsers(t, n.Addr(), kadm.UpsertSCRAM{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-pw2"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = alice.Subjects(ctx)
+		var re *sr.ResponseError
+		if errors.As(err, &re) && re.ErrorCode == 401 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantSRCodeT(t, err, 401)
+	if _, err := client(sr.BasicAuth("alice", "alice-pw2")).Subjects(ctx); err != nil {
+		t.Fatalf("alice's new password: %v", err)
+	}
+
 	// Produce and consume with SASL go on as before: the registry's
 	// principals are the Kafka ones.
 	if _, err := kadm.NewClient(saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())).ListTopics(ctx); err != nil {

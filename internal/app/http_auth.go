@@ -8,12 +8,14 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthmq/berth/internal/auth"
@@ -29,6 +31,35 @@ type httpAuthn struct {
 	oauth               *auth.OAuthValidator  // bearer
 	delay               *auth.FailureDelay
 	onFail              func(p auth.Principal, host, method, reason string)
+	scram               scramImage // the SCRAM users, for the Basic cache's key
+
+	// passed caches Basic credentials that passed, by a hash of the user,
+	// the password and the user's current SCRAM keys (so a changed or
+	// deleted credential misses): checking a password against a SCRAM
+	// credential costs its PBKDF2 iterations (about 2 ms), which every
+	// request would otherwise pay.
+	mu     sync.Mutex
+	passed map[[32]byte]bool
+}
+
+// maxPassed bounds the Basic cache; it is emptied when full.
+const maxPassed = 10000
+
+// basicKey is the Basic cache's key for user and pass.
+func (a *httpAuthn) basicKey(user, pass string) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(user))
+	h.Write([]byte{0})
+	h.Write([]byte(pass))
+	for _, mech := range []string{auth.MechScramSHA512, auth.MechScramSHA256} {
+		if c, ok := a.scram.ScramCredential(user, mech); ok {
+			h.Write([]byte{0})
+			h.Write(c.StoredKey)
+		}
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // principalKey carries a request's principal in its context.
@@ -73,7 +104,8 @@ func (n *Node) newHTTPAuthn(cfg *config.Config) (*httpAuthn, error) {
 			src = n.sasl.Listeners[names[0]]
 		}
 	}
-	a.plain = &auth.Authenticator{Enabled: []string{auth.MechPlain}, Scram: scramImage(n.image)}
+	a.scram = scramImage(n.image)
+	a.plain = &auth.Authenticator{Enabled: []string{auth.MechPlain}, Scram: a.scram}
 	if src != nil {
 		a.plain.Plain = src.Plain
 		a.oauth = src.OAuth
@@ -131,10 +163,23 @@ func (a *httpAuthn) authenticate(r *http.Request) (auth.Principal, string, error
 		if !ok {
 			return auth.Principal{}, "basic", errors.New("malformed Basic credentials")
 		}
+		key := a.basicKey(user, pass)
+		a.mu.Lock()
+		ok = a.passed[key]
+		a.mu.Unlock()
+		if ok {
+			return auth.User(user), "basic", nil
+		}
 		s, _ := a.plain.Start(auth.MechPlain)
 		if _, _, err := s.Step([]byte("\x00" + user + "\x00" + pass)); err != nil {
 			return auth.User(user), "basic", errors.New("invalid username or password")
 		}
+		a.mu.Lock()
+		if a.passed == nil || len(a.passed) >= maxPassed {
+			a.passed = map[[32]byte]bool{}
+		}
+		a.passed[key] = true
+		a.mu.Unlock()
 		return s.Principal(), "basic", nil
 	case a.bearer && strings.EqualFold(scheme, "Bearer"):
 		name, _, err := a.oauth.Validate(strings.TrimSpace(cred), time.Now())

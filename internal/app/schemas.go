@@ -439,8 +439,12 @@ func (s *schemaStore) Check(t *metadata.Topic, records []byte, scratch *batch.Sc
 			Strategy: strategy(t, "confluent.value.subject.name.strategy"), Payload: payload}},
 	}
 	var refused []handler.RecordError
+	// The id that passed last, per side: the records of a batch mostly
+	// carry one id, so the registry is asked once per batch and id (not
+	// with payload checks, which look at every record).
+	passed := [2]int{-1, -1}
 	index := int32(0)
-	_, err := batch.Each(records, -1<<62, scratch, func(_ int64, r batch.Record) {
+	err := batch.Visit(records, scratch, func(_ *batch.Header, r *batch.Record) bool {
 		defer func() { index++ }()
 		for i, sd := range sides {
 			if !sd.on {
@@ -456,11 +460,17 @@ func (s *schemaStore) Check(t *metadata.Topic, records []byte, scratch *batch.Sc
 					header = h.Value
 				}
 			}
+			id, ok := schemareg.WireID(data, header)
+			if ok && !sd.check.Payload && id == passed[i] {
+				continue
+			}
 			if msg := s.reg.CheckWire(sd.check, data, header); msg != "" {
 				refused = append(refused, handler.RecordError{Index: index, Message: msg})
-				return
+				return true
 			}
+			passed[i] = id
 		}
+		return true
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
@@ -634,6 +644,7 @@ func (s *schemaStore) authorized(h http.Handler) http.Handler {
 					}
 				}
 				if !ok && len(vs) > 0 {
+					s.audit(r, p, registryAction{op: kmsg.ACLOperationRead, typ: metadata.ACLResourceTypeSubject, name: vs[0].Subject}, false, "not authorized")
 					schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301,
 						Message: fmt.Sprintf("User %s is not authorized to READ a subject of schema id %d", p, id)})
 					return

@@ -397,6 +397,38 @@ func (d *decoder) bytes() []byte {
 	return v
 }
 
+// Visit calls fn for every record of every batch of b (a request's
+// record set: whole batches, control ones included), in order, without
+// collecting them: fn returns false to stop. Records alias b or scratch.
+func Visit(b []byte, scratch *Scratch, fn func(h *Header, r *Record) bool) error {
+	for len(b) > 0 {
+		h, err := ParseHeader(b)
+		if err != nil {
+			return err
+		}
+		if h.Size() > len(b) {
+			return fmt.Errorf("%w: truncated batch", ErrCorrupt)
+		}
+		recs := b[HeaderSize:h.Size()]
+		if h.Codec() != CodecNone {
+			if recs, err = scratch.decompress(h.Codec(), recs); err != nil {
+				return err
+			}
+		}
+		for len(recs) > 0 {
+			var r Record
+			if r, recs, err = parseRecord(recs, true); err != nil {
+				return err
+			}
+			if !fn(&h, &r) {
+				return nil
+			}
+		}
+		b = b[h.Size():]
+	}
+	return nil
+}
+
 // Each calls fn for every record of the data batches of b (a log's or a
 // fetch response's record set) at offset from or later, in order, and
 // returns the offset after the last whole batch (from when there is

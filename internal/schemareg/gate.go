@@ -50,6 +50,22 @@ type gateCache struct {
 	entries map[int]*gateEntry
 }
 
+// WireID returns the schema id a key or value carries: in the schema id
+// header's value when there is one (header non-nil), else in the
+// payload's wire-format prefix; ok false when the format is not there.
+func WireID(data, header []byte) (id int, ok bool) {
+	if header != nil {
+		if len(header) != 5 || header[0] != 0 {
+			return 0, false
+		}
+		return int(binary.BigEndian.Uint32(header[1:])), true
+	}
+	if len(data) < 5 || data[0] != 0 {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(data[1:5])), true
+}
+
 // CheckWire checks one key or value (data, with the schema id header's
 // value in header, nil when absent) as the publish gate does: it carries
 // a registered schema id, registered under the subject c's strategy names

@@ -3,6 +3,7 @@ package schemareg
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,58 @@ func BenchmarkCheckWire(b *testing.B) {
 		if msg := r.CheckWire(c, data, nil); msg != "" {
 			b.Fatal(msg)
 		}
+	}
+}
+
+// BenchmarkLookups are the registry's reads (a version, a lookup by
+// content, a schema by id, the gate's check) with 10 and 10,000 subjects:
+// they stay flat.
+func BenchmarkLookups(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		r := New(nil)
+		ctx := context.Background()
+		var last int
+		schema := func(i int) string {
+			return fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"f","type":"long"}]}`, i)
+		}
+		for i := range n {
+			id, err := r.Register(ctx, fmt.Sprintf("s-%d-value", i), avroReq(schema(i)), false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = id
+		}
+		subject := fmt.Sprintf("s-%d-value", n/2)
+		b.Run(fmt.Sprintf("version/subjects=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.Version(subject, -1, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("lookup/subjects=%d", n), func(b *testing.B) {
+			req := avroReq(schema(n / 2))
+			for b.Loop() {
+				if _, err := r.LookUp(subject, req, false, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("byid/subjects=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.ByID(last); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("gate/subjects=%d", n), func(b *testing.B) {
+			c := GateCheck{Topic: fmt.Sprintf("s-%d", n-1), Strategy: TopicNameStrategy}
+			data := wire(last, "x")
+			for b.Loop() {
+				if msg := r.CheckWire(c, data, nil); msg != "" {
+					b.Fatal(msg)
+				}
+			}
+		})
 	}
 }
