@@ -1,11 +1,8 @@
 package tests
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -126,7 +123,7 @@ func TestSchemaRegistrySeedScenario(t *testing.T) {
 		!strings.Contains(*p.ErrorRecords[0].ErrorMessage, "wire format") {
 		t.Fatalf("raw produce of bad, good, bad: %+v (message %v)", p, strDeref(p.ErrorMessage))
 	}
-	if v := metricValue(t, n.HTTPAddr(), `berth_schema_validation_refused_records_total{topic="orders"}`); v != 3 {
+	if v := scrapeMetric(t, n.HTTPAddr(), `berth_schema_validation_refused_records_total{topic="orders"}`); v != 3 {
 		t.Fatalf("refused records metric %v, want 3", v)
 	}
 	// Nothing of a refused batch was appended.
@@ -146,31 +143,6 @@ func strDeref(s *string) string {
 		return "<nil>"
 	}
 	return *s
-}
-
-// metricValue reads one sample (name with its labels, as exposed) from
-// a node's /metrics; -1 when absent.
-func metricValue(t *testing.T, httpAddr, series string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			var f float64
-			if err := json.Unmarshal([]byte(v), &f); err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	return -1
 }
 
 // confluent-kafka-python (Debian's python3-confluent-kafka, its

@@ -11,13 +11,7 @@ import (
 // (old reads new data).
 func TestJSONSchemaCompatibility(t *testing.T) {
 	obj := func(extra string) string { return `{"type":"object"` + extra + `}` }
-	for _, tc := range []struct {
-		name      string
-		old, next string
-		backward  bool
-		forward   bool
-		mention   string // a word the BACKWARD refusal names
-	}{
+	runCompatTable(t, TypeJSON, []compatCase{
 		{"identical", obj(`,"properties":{"a":{"type":"string"}}`), obj(`,"properties":{"a":{"type":"string"}}`), true, true, ""},
 		{"optional property added to an open model", obj(`,"properties":{"a":{"type":"string"}}`),
 			obj(`,"properties":{"a":{"type":"string"},"b":{"type":"string"}}`), false, true, "b"},
@@ -60,7 +54,23 @@ func TestJSONSchemaCompatibility(t *testing.T) {
 		{"oneOf changed", `{"oneOf":[{"type":"string"},{"type":"integer"}]}`, `{"oneOf":[{"type":"string"}]}`, false, false, "oneOf"},
 		{"anything to a string", `{}`, `{"type":"string"}`, false, true, "type"},
 		{"a string to anything", `{"type":"string"}`, `true`, true, false, ""},
-	} {
+	})
+}
+
+// compatCase is one row of a compatibility rule table: old is
+// registered, next checked against it under BACKWARD (next reads old's
+// data) and FORWARD (old reads next's).
+type compatCase struct {
+	name      string
+	old, next string
+	backward  bool
+	forward   bool
+	mention   string // a word the BACKWARD refusal names
+}
+
+// runCompatTable checks every case of a rule table for schema type typ.
+func runCompatTable(t *testing.T, typ string, cases []compatCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, dir := range []struct {
 				level string
@@ -71,10 +81,10 @@ func TestJSONSchemaCompatibility(t *testing.T) {
 				if _, err := r.SetLevel(ctx, "", dir.level); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := r.Register(ctx, "s", SchemaRequest{Schema: tc.old, SchemaType: TypeJSON}, false); err != nil {
+				if _, err := r.Register(ctx, "s", SchemaRequest{Schema: tc.old, SchemaType: typ}, false); err != nil {
 					t.Fatalf("register old: %v", err)
 				}
-				msgs, err := r.Check("s", -1, SchemaRequest{Schema: tc.next, SchemaType: "json"}, false)
+				msgs, err := r.Check("s", -1, SchemaRequest{Schema: tc.next, SchemaType: strings.ToLower(typ)}, false)
 				if err != nil {
 					t.Fatal(err)
 				}
