@@ -289,8 +289,9 @@ func TestNamedListeners(t *testing.T) {
 }
 
 // The HTTP listener over HTTPS with http.auth=mtls: /metrics stays open
-// while http.metrics.open is true, other paths need a trusted client
-// certificate; with http.metrics.open=false /metrics needs one too.
+// while http.metrics.open is true, other paths (the profiles, the schema
+// registry) need a trusted client certificate; with
+// http.metrics.open=false /metrics needs one too.
 func TestHTTPSMutual(t *testing.T) {
 	ca := testcluster.NewCA(t, "berth-test-ca")
 	srv := ca.Issue(t, pkix.Name{CommonName: "broker-0"}, 10)
@@ -327,7 +328,10 @@ func TestHTTPSMutual(t *testing.T) {
 		if got := get(addr, "/debug/pprof/", nil); got != http.StatusUnauthorized {
 			t.Errorf("/debug/pprof/ without a certificate: %d", got)
 		}
-		for _, p := range []string{"/metrics", "/debug/pprof/"} {
+		if got := get(addr, "/subjects", nil); got != http.StatusUnauthorized {
+			t.Errorf("the schema registry without a certificate: %d", got)
+		}
+		for _, p := range []string{"/metrics", "/debug/pprof/", "/subjects"} {
 			if got := get(addr, p, []tls.Certificate{pair}); got != http.StatusOK {
 				t.Errorf("%s with a trusted certificate: %d", p, got)
 			}

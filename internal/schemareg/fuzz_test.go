@@ -81,3 +81,32 @@ func FuzzParseSchema(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckWire gives the publish gate's record check arbitrary keys,
+// values and schema id headers: a verdict, never a panic, and a record
+// without the wire format is always refused.
+func FuzzCheckWire(f *testing.F) {
+	r := New(nil)
+	id, err := r.Register(context.Background(), "t-value", SchemaRequest{Schema: ordersV1}, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	jid, err := r.Register(context.Background(), "t-value", SchemaRequest{SchemaType: TypeJSON, Schema: `{"type":"object"}`}, false)
+	if err != nil {
+		jid = id
+	}
+	f.Add(wire(id, "x"), []byte(nil), uint8(0))
+	f.Add(wire(jid, `{"a":1}`), []byte(nil), uint8(3))
+	f.Add([]byte(`{"raw":true}`), wire(id, ""), uint8(1))
+	f.Add([]byte{0, 0}, []byte{0}, uint8(2))
+	f.Fuzz(func(t *testing.T, data, header []byte, mode uint8) {
+		c := GateCheck{Topic: "t", Strategy: []string{TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy}[mode%3], Payload: mode&4 != 0}
+		if mode&8 != 0 {
+			header = nil
+		}
+		msg := r.CheckWire(c, data, header)
+		if _, ok := WireID(data, header); !ok && msg == "" {
+			t.Fatalf("no wire format (data %x, header %x) passed", data, header)
+		}
+	})
+}
