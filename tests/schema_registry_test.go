@@ -168,3 +168,26 @@ func TestSchemaRegistryConfluentPython(t *testing.T) {
 		t.Fatalf("protobuf script said %q", out)
 	}
 }
+
+// curl sees Confluent's error bodies and content type.
+func TestSchemaRegistryCurl(t *testing.T) {
+	curl := need(t, "/usr/bin/curl")
+	n := tc.Start(t)
+	base := "http://" + n.HTTPAddr()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{base + "/subjects/nope/versions"}, `{"error_code":40401,"message":"Subject 'nope' not found."}`},
+		{[]string{base + "/schemas/ids/42"}, `{"error_code":40403,"message":"Schema not found"}`},
+		{[]string{"-X", "POST", "-H", "Content-Type: application/vnd.schemaregistry.v1+json", "--data", `{"schema":"{\"type\":\"nope\"}"}`,
+			base + "/subjects/s/versions"}, `"error_code":42201`},
+		{[]string{"-X", "PUT", "--data", `{"compatibility":"SIDEWAYS"}`, base + "/config"}, `"error_code":42203`},
+		{[]string{base + "/subjects/s/versions/zero"}, `"error_code":42202`},
+	} {
+		out := run(t, "", curl, append([]string{"-s", "-i"}, c.args...)...)
+		if !strings.Contains(out, "Content-Type: application/vnd.schemaregistry.v1+json") || !strings.Contains(out, c.want) {
+			t.Errorf("curl %v:\n%s\nwant %s", c.args, out, c.want)
+		}
+	}
+}
