@@ -142,6 +142,7 @@ func (s *schemaStore) waitApplied(ctx context.Context, off int64) error {
 func (s *schemaStore) follow() {
 	defer close(s.done)
 	var lastErr string
+	var lastWarn time.Time
 	for {
 		select {
 		case <-s.stop:
@@ -153,9 +154,17 @@ func (s *schemaStore) follow() {
 			lastErr = ""
 			continue
 		}
-		if msg := err.Error(); msg != lastErr {
+		// No topic yet is the normal state before the first write; other
+		// errors (no leader during a failover, a refused fetch) are worth
+		// a warning when they last: every 30 s at most.
+		if msg := err.Error(); msg != lastErr || time.Since(lastWarn) > 30*time.Second {
 			lastErr = msg
-			s.log.Debug("following _schemas", "err", err)
+			if errors.Is(err, errNoSchemasTopic) {
+				s.log.Debug("following _schemas", "err", err)
+			} else {
+				lastWarn = time.Now()
+				s.log.Warn("following _schemas: this node's schema registry may be behind", "err", err)
+			}
 		}
 		select {
 		case <-s.stop:
