@@ -155,16 +155,16 @@ func (s *schemaStore) follow() {
 			continue
 		}
 		// No topic yet is the normal state before the first write; other
-		// errors (no leader during a failover, a refused fetch) are worth
-		// a warning when they last: every 30 s at most.
-		if msg := err.Error(); msg != lastErr || time.Since(lastWarn) > 30*time.Second {
+		// errors (no leader during a failover, a refused fetch) get a
+		// warning every 10 s at most.
+		switch msg := err.Error(); {
+		case errors.Is(err, errNoSchemasTopic):
+		case time.Since(lastWarn) > 10*time.Second:
+			lastWarn, lastErr = time.Now(), msg
+			s.log.Warn("following _schemas: this node's schema registry may be behind", "err", err)
+		case msg != lastErr:
 			lastErr = msg
-			if errors.Is(err, errNoSchemasTopic) {
-				s.log.Debug("following _schemas", "err", err)
-			} else {
-				lastWarn = time.Now()
-				s.log.Warn("following _schemas: this node's schema registry may be behind", "err", err)
-			}
+			s.log.Debug("following _schemas", "err", err)
 		}
 		select {
 		case <-s.stop:
