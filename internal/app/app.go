@@ -195,6 +195,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		PreallocateBytes:         cfg.Int("log.preallocate.bytes"),
 		SyncFilesystemPartitions: int(cfg.Int("log.flush.filesystem.partitions")),
 		RetentionCheck:           cfg.Duration("log.retention.check.interval.ms"),
+		IndexCheckpoint:          cfg.Duration("log.flush.offset.checkpoint.interval.ms"),
 		ProducerExpiry:           cfg.Duration("producer.id.expiration.ms"),
 		MinFreeBytes:             cfg.Int("log.dir.min.free.bytes"),
 		CleanerEnable:            cfg.Bool("log.cleaner.enable"),

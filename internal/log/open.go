@@ -222,8 +222,11 @@ func (l *Log) loadSegments(bases []int64, clean bool, ck checkpoints) (segs, rec
 	prevNext := int64(0)
 	for i, base := range bases {
 		last := i == len(bases)-1
-		full := !clean && (last || !ck.rpOK || bases[i+1] > ck.rp)
-		s, scanned, corrupted, err := l.loadSegment(base, full, prevNext, &trans)
+		// The active segment's index files hold only durable batches
+		// (activeindex.go): after a crash it is loaded from them too, and
+		// only the batches after their last entry are checked.
+		full := !clean && !last && (!ck.rpOK || bases[i+1] > ck.rp)
+		s, scanned, corrupted, err := l.loadSegment(base, full, !clean && last, prevNext, &trans)
 		if err != nil {
 			l.setSegments(segs)
 			return nil, nil, nil, err
@@ -418,7 +421,12 @@ func (l *Log) firstTimestamp(s *segment) int64 {
 // otherwise it trusts the index files if they check out and validates only
 // the batches after the last index entry. scanned reports a full scan;
 // corrupted that the file was truncated at a bad batch.
-func (l *Log) loadSegment(base int64, full bool, prevNext int64, trans *[]epochEntry) (s *segment, scanned, corrupted bool, err error) {
+//
+// crashed marks the last segment after a crash: its tail past the index
+// is new since the index was written, so a torn batch there is cut off
+// (as a full scan would) rather than failing the index, the epochs it
+// starts are collected, and the segment counts as scanned.
+func (l *Log) loadSegment(base int64, full, crashed bool, prevNext int64, trans *[]epochEntry) (s *segment, scanned, corrupted bool, err error) {
 	f, err := l.fs.OpenFile(l.path(segmentName(base)+logSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("log: open segment: %w", err)
@@ -430,15 +438,20 @@ func (l *Log) loadSegment(base int64, full bool, prevNext int64, trans *[]epochE
 	}
 	s = newSegment(l.dir, base, f)
 	if !full {
-		ok, err := l.fastLoad(s, fi.Size(), prevNext)
+		var tail *[]epochEntry
+		if crashed {
+			tail = trans
+		}
+		ok, cut, err := l.fastLoad(s, fi.Size(), prevNext, tail)
 		if err != nil {
 			s.release()
 			return nil, false, false, err
 		}
 		if ok {
-			return s, false, false, nil
+			return s, crashed, cut, nil
 		}
 	}
+	s.idxOnDisk, s.tidxOnDisk = -1, -1 // the files on disk do not match
 	corrupted, err = l.fullScan(s, fi.Size(), prevNext, trans)
 	if err != nil {
 		s.release()
@@ -496,28 +509,33 @@ func (l *Log) fullScan(s *segment, fileSize, prevNext int64, trans *[]epochEntry
 // fastLoad loads s's index files and validates the batches after the last
 // index entry. ok is false when the indexes are missing or do not match the
 // data, or the tail is damaged: the caller then does a full scan.
-func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error) {
+//
+// With tail (the last segment after a crash), a torn or corrupt batch
+// after the first one checked is cut off as fullScan does (cut reports
+// it, unless it was a preallocated runway of zeros), and the epochs the
+// checked batches start are added to *tail.
+func (l *Log) fastLoad(s *segment, fileSize, prevNext int64, tail *[]epochEntry) (ok, cut bool, err error) {
 	idx, err := vfs.ReadFile(l.fs, s.indexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing index", "dir", l.dir, "segment", s.name())
-			return false, nil
+			return false, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
 	tidx, err := vfs.ReadFile(l.fs, s.timeIndexPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.logger.Info("log: rebuilding missing time index", "dir", l.dir, "segment", s.name())
-			return false, nil
+			return false, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
 	s.idx.b, s.tidx.b = idx, tidx
-	bad := func(why error) (bool, error) {
+	bad := func(why error) (bool, bool, error) {
 		l.logger.Warn("log: rebuilding invalid index", "dir", l.dir, "segment", s.name(), "err", why)
 		s.resetIndex()
-		return false, nil
+		return false, false, nil
 	}
 	if err := s.idx.check(fileSize); err != nil {
 		return bad(err)
@@ -545,12 +563,30 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error
 		}
 		var ce *CorruptionError
 		if errors.As(err, &ce) {
-			return bad(err)
+			if tail == nil || first {
+				return bad(err)
+			}
+			// The torn tail of a crash, past what the index holds.
+			zeros := zeroTail(s.f, ce.Offset, fileSize)
+			if !zeros {
+				l.logger.Warn("log: truncating torn or corrupt segment tail", "dir", l.dir,
+					"segment", ce.Segment, "position", ce.Offset, "dropped_bytes", fileSize-ce.Offset, "err", ce.Err)
+			}
+			if err := s.f.Truncate(ce.Offset); err != nil {
+				return false, false, fmt.Errorf("log: truncate %s: %w", s.name(), err)
+			}
+			cut = !zeros
+			break
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		size := int64(h.Size())
+		if tail != nil {
+			if n := len(*tail); h.LeaderEpoch >= 0 && (n == 0 || h.LeaderEpoch > (*tail)[n-1].Epoch) {
+				*tail = append(*tail, epochEntry{h.LeaderEpoch, h.BaseOffset})
+			}
+		}
 		if first && entryBase >= 0 {
 			if h.BaseOffset != entryBase {
 				return bad(fmt.Errorf("last index entry names offset %d, batch there has %d", entryBase, h.BaseOffset))
@@ -575,5 +611,6 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64) (ok bool, err error
 	}
 	s.size.Store(end)
 	s.next.Store(next)
-	return true, nil
+	s.idxOnDisk, s.tidxOnDisk = len(idx), len(tidx)
+	return true, cut, nil
 }

@@ -65,6 +65,11 @@ type segment struct {
 	tidx  timeIndex
 	txn   txnIndex // aborted transactions (txnindex.go)
 
+	// idxOnDisk and tidxOnDisk are the bytes of the active segment's
+	// index files known to be on disk (activeindex.go); -1: unknown, the
+	// next checkpoint writes them whole. Owned by Log.mu.
+	idxOnDisk, tidxOnDisk int
+
 	// append path
 	bytesSinceIndex int64
 	rollStartMs     int64 // wall time of the first append (roll by segment.ms)
@@ -187,6 +192,7 @@ func (s *segment) writeIndexes(fs vfs.FS) error {
 
 // removeIndexFiles deletes the index files (stale after a truncation).
 func (s *segment) removeIndexFiles(fs vfs.FS) {
+	s.idxOnDisk, s.tidxOnDisk = 0, 0
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			_ = err // harmless: a stale index fails validation and is rebuilt

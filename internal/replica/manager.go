@@ -42,7 +42,11 @@ type ManagerConfig struct {
 	// directory's whole filesystem once instead of fsyncing each; 0: never.
 	SyncFilesystemPartitions int
 	RetentionCheck           time.Duration // log.retention.check.interval.ms
-	ProducerExpiry           time.Duration // producer.id.expiration.ms
+	// IndexCheckpoint is how often the active segments' indexes of
+	// durable data are written out (log.flush.offset.checkpoint.interval.ms),
+	// bounding what recovery after a crash re-checks; 0: a minute.
+	IndexCheckpoint time.Duration
+	ProducerExpiry  time.Duration // producer.id.expiration.ms
 	// MinFreeBytes: below this much free space in Dir, produce is refused
 	// with KAFKA_STORAGE_ERROR until space returns.
 	MinFreeBytes int64
@@ -162,6 +166,9 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = time.Second
 	}
+	if cfg.IndexCheckpoint <= 0 {
+		cfg.IndexCheckpoint = time.Minute
+	}
 	if cfg.RetentionCheck <= 0 {
 		cfg.RetentionCheck = 5 * time.Minute
 	}
@@ -241,7 +248,8 @@ func (m *Manager) Start(ctx context.Context) {
 	go m.syncLoop(ctx)
 	go m.every(ctx, m.cfg.RetentionCheck, m.RunRetention)
 	go m.diskLoop(ctx)
-	m.wg.Add(2)
+	m.wg.Add(3)
+	go m.every(ctx, m.cfg.IndexCheckpoint, m.CheckpointIndexes)
 	go m.every(ctx, hwCheckpointInterval, m.checkpointHWs)
 	go m.every(ctx, producerSnapshotInterval, m.snapshotProducers)
 	if m.cfg.CleanerEnable {
@@ -253,6 +261,20 @@ func (m *Manager) Start(ctx context.Context) {
 		m.applyRoles(im)
 	}
 	m.applyMu.Unlock()
+}
+
+// CheckpointIndexes writes out, for every partition, the index entries
+// of its active segment's durable batches (log.Log.CheckpointIndex), so a
+// restart after a crash re-checks only what was written since.
+func (m *Manager) CheckpointIndexes() {
+	for _, p := range m.All() {
+		if p.closed.Load() {
+			continue
+		}
+		if err := p.log.CheckpointIndex(); err != nil {
+			m.log.Warn("writing the active segment's index", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+	}
 }
 
 // producerSnapshotInterval is how often partitions whose idempotent

@@ -1,0 +1,171 @@
+package log
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// activeIndexLog opens a log whose active segment holds n batches (big
+// segments, an index entry every 256 bytes), all synced and the index
+// checkpointed, then m more batches synced but not checkpointed.
+func activeIndexLog(t *testing.T, dir string, n, m int) (*Log, Config) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 20
+	l := openT(t, dir, cfg, Options{})
+	for i := range n {
+		appendT(t, l, simpleBatch(2, 100, int64(1000+i)), 1)
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m {
+		appendT(t, l, simpleBatch(2, 100, int64(5000+i)), 2)
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return l, cfg
+}
+
+// After a crash, the active segment loads from the index entries the
+// checkpoint wrote (every one of a durable batch) and only the batches
+// after the last entry are checked: a flipped byte before it goes unseen
+// (the prefix was fsynced before its entries were written), a torn tail
+// after it is cut off, and every record is there.
+func TestCrashRecoveryTrustsTheCheckpointedIndex(t *testing.T) {
+	dir := t.TempDir()
+	l, cfg := activeIndexLog(t, dir, 40, 10)
+	leo := l.LogEndOffset()
+	s := l.segments()[0]
+	s.idxMu.RLock()
+	entries := s.idx.len()
+	_, lastPos := s.idx.entry(entries - 1)
+	_, firstPos := s.idx.entry(0)
+	s.idxMu.RUnlock()
+	onDisk := fileSize(t, segFile(dir, 0, indexSuffix))
+	if entries < 5 || onDisk == 0 || onDisk > int64(entries*offsetEntrySize) {
+		t.Fatalf("%d index entries in memory, %d bytes on disk", entries, onDisk)
+	}
+	crash(l)
+	logPath := segFile(dir, 0, logSuffix)
+	// A torn tail: half a batch after the last synced one.
+	tail := simpleBatch(2, 100, 9999)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(tail[:len(tail)/2])
+	f.Close()
+	// A byte of a record body inside the indexed prefix: recovery does
+	// not read it (a full scan would cut the log there).
+	mutateFile(t, logPath, flip(int64(firstPos)+int64(len(tail))/2))
+	l2 := openT(t, dir, cfg, Options{})
+	if got := l2.LogEndOffset(); got != leo {
+		t.Fatalf("LEO %d after recovery, want %d (the indexed prefix was re-checked and cut, or the tail was kept)", got, leo)
+	}
+	if fileSize(t, logPath) != l2.segments()[0].size.Load() {
+		t.Fatalf("torn tail kept: file %d bytes, data %d", fileSize(t, logPath), l2.segments()[0].size.Load())
+	}
+	if lastPos == 0 {
+		t.Fatal("no index entry past the start")
+	}
+	// Restore the byte and check everything reads back.
+	l2.Close()
+	mutateFile(t, logPath, flip(int64(firstPos)+int64(len(tail))/2))
+	l3 := openT(t, dir, cfg, Options{})
+	checkRecovered(t, l3, leo)
+}
+
+// The checkpoint writes only what is new, keeps the on-disk index equal
+// to the in-memory one for durable batches, and starts over after a
+// truncation removed the files; recovery after that crash is right.
+func TestActiveIndexCheckpointAfterTruncation(t *testing.T) {
+	dir := t.TempDir()
+	l, cfg := activeIndexLog(t, dir, 30, 0)
+	idxPath := segFile(dir, 0, indexSuffix)
+	before, _ := os.ReadFile(idxPath)
+	if err := l.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(idxPath); !bytes.Equal(before, again) {
+		t.Fatal("a checkpoint with nothing new changed the index file")
+	}
+	if err := l.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(idxPath); !os.IsNotExist(err) {
+		t.Fatalf("index file after a truncation: %v", err)
+	}
+	for i := range 15 {
+		appendT(t, l, simpleBatch(3, 50, int64(7000+i)), 3)
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	s := l.segments()[0]
+	s.idxMu.RLock()
+	want := append([]byte(nil), s.idx.b...)
+	s.idxMu.RUnlock()
+	if got, _ := os.ReadFile(idxPath); !bytes.Equal(got, want) {
+		t.Fatalf("index file %d bytes, memory %d", len(got), len(want))
+	}
+	leo := l.LogEndOffset()
+	crash(l)
+	checkRecovered(t, openT(t, dir, cfg, Options{}), leo)
+}
+
+// A torn index file (a partial entry) fails validation: recovery checks
+// every batch instead, and loses nothing.
+func TestActiveIndexTornFallsBackToAFullScan(t *testing.T) {
+	dir := t.TempDir()
+	l, cfg := activeIndexLog(t, dir, 30, 5)
+	leo := l.LogEndOffset()
+	crash(l)
+	idxPath := filepath.Join(dir, segmentName(0)+indexSuffix)
+	mutateFile(t, idxPath, func(b []byte) []byte { return append(b, 0, 0, 1) })
+	l2 := openT(t, dir, cfg, Options{})
+	checkRecovered(t, l2, leo)
+	// The next checkpoint writes the file whole again.
+	if err := l2.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	s := l2.segments()[0]
+	s.idxMu.RLock()
+	want := append([]byte(nil), s.idx.b...)
+	s.idxMu.RUnlock()
+	if got, _ := os.ReadFile(idxPath); !bytes.Equal(got, want) {
+		t.Fatalf("index file %d bytes after the checkpoint, memory %d", len(got), len(want))
+	}
+}
+
+// Entries of batches not yet durable stay off the disk.
+func TestActiveIndexHoldsOnlyDurableBatches(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := activeIndexLog(t, dir, 20, 0)
+	d := l.durable.Load()
+	for i := range 20 {
+		appendT(t, l, simpleBatch(2, 100, int64(8000+i)), 1)
+	}
+	if err := l.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(segFile(dir, 0, indexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := offsetIndex{b: b}
+	for i := range x.len() {
+		if rel, _ := x.entry(i); int64(rel) >= d {
+			t.Fatalf("entry %d names offset %d, past the durable %d", i, rel, d)
+		}
+	}
+}
