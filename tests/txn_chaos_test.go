@@ -191,7 +191,7 @@ func fencedFrom(r *faultRig, from, victim int32) error {
 }
 
 func chaosFaults(t *testing.T) int {
-	n := 6
+	n := 3 // BERTH_TXN_CHAOS_FAULTS=30 for a longer run in its own sitting
 	if s := os.Getenv("BERTH_TXN_CHAOS_FAULTS"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > 100 {
