@@ -2,7 +2,11 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/berthmq/berth/internal/audit"
+	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 )
 
@@ -178,4 +184,46 @@ func TestSchemaRegistryBearer(t *testing.T) {
 	wantSRError(t, err, 401, "")
 	_, err = bearer("not-a-jwt").Subjects(ctx)
 	wantSRError(t, err, 401, "")
+}
+
+// Registrations, deletions and level changes reach the audit trail as
+// management events (schema-registry.<method>), with the principal.
+func TestSchemaRegistryAudit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	n := tc.Start(t, tc.With("audit.log.enable", "true"), tc.With("audit.log.file", file), tc.With("audit.log.events", "management"))
+	ctx := ctxT(t, 30*time.Second)
+	reg := srClient(t, n.HTTPAddr())
+	if _, err := reg.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1}); err != nil {
+		t.Fatal(err)
+	}
+	if res := reg.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatFull}, "orders-value"); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if _, err := reg.DeleteSubject(ctx, "orders-value", sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"schema-registry.RegisterSchema", "schema-registry.UpdateCompatibility", "schema-registry.DeleteSubject"}
+	poll.Until(t, 20*time.Second, func() error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		for _, m := range want {
+			found := false
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				ce, err := audit.Decode([]byte(l))
+				if err != nil {
+					return err
+				}
+				if ce.Data.MethodName == m && ce.Data.AuthorizationInfo != nil && ce.Data.AuthorizationInfo.ResourceName == "orders-value" &&
+					ce.Data.AuthorizationInfo.ResourceType == "Subject" && ce.Data.AuthenticationInfo.Principal == "User:ANONYMOUS" {
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("no %s event in:\n%s", m, b)
+			}
+		}
+		return nil
+	})
 }

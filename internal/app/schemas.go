@@ -354,8 +354,8 @@ func (s *schemaStore) serveWrite(local http.Handler, w http.ResponseWriter, r *h
 	s.registrations.Add(1)
 	ow := &offsetWriter{ResponseWriter: w, s: s}
 	local.ServeHTTP(ow, r)
-	if ow.status < 300 {
-		s.audit(r, requestPrincipal(r), actionOf(r), true, "")
+	if a := actionOf(r); ow.status < 300 && a.change != "" {
+		s.audit(r, requestPrincipal(r), a, true, "")
 	}
 }
 
@@ -550,7 +550,7 @@ type registryAction struct {
 	check   bool
 	filter  bool // a listing: answered with the subjects the principal may describe
 	byID    bool // /schemas/ids/{id}...: READ on one of the id's subjects
-	change  string
+	change  string // the audit trail's method, for a change: schema-registry.<what>
 	subject string
 }
 
@@ -579,13 +579,17 @@ func actionOf(r *http.Request) registryAction {
 		switch {
 		case len(parts) == 1:
 			return registryAction{filter: true}
+		case r.Method == http.MethodDelete && len(parts) >= 4:
+			a := sub(kmsg.ACLOperationDelete)
+			a.change = "DeleteSchemaVersion"
+			return a
 		case r.Method == http.MethodDelete:
 			a := sub(kmsg.ACLOperationDelete)
-			a.change = "delete"
+			a.change = "DeleteSubject"
 			return a
 		case r.Method == http.MethodPost && len(parts) == 3 && parts[2] == "versions":
 			a := sub(kmsg.ACLOperationWrite)
-			a.change = "register"
+			a.change = "RegisterSchema"
 			return a
 		}
 		return sub(kmsg.ACLOperationRead)
@@ -601,17 +605,21 @@ func actionOf(r *http.Request) registryAction {
 		a.name, a.subject = subject(2), subject(2)
 		return a
 	case "config", "mode":
+		change := map[string]string{"config": "UpdateCompatibility", "mode": "UpdateMode"}[parts[0]]
+		if r.Method == http.MethodDelete {
+			change = map[string]string{"config": "DeleteCompatibility", "mode": "DeleteMode"}[parts[0]]
+		}
 		if len(parts) == 1 {
 			if write {
 				a := cluster(kmsg.ACLOperationAlterConfigs)
-				a.change = parts[0]
+				a.change = change
 				return a
 			}
 			return cluster(kmsg.ACLOperationDescribeConfigs)
 		}
 		if write {
 			a := sub(kmsg.ACLOperationAlterConfigs)
-			a.change = parts[0]
+			a.change = change
 			return a
 		}
 		return sub(kmsg.ACLOperationDescribeConfigs)
@@ -668,19 +676,24 @@ func (s *schemaStore) authorized(h http.Handler) http.Handler {
 	})
 }
 
-// audit records a registry change (or a refused one) in the audit trail.
+// audit records a registry change (or a refused request) in the audit
+// trail: method schema-registry.<change> (RegisterSchema, DeleteSubject,
+// DeleteSchemaVersion, UpdateCompatibility, DeleteCompatibility,
+// UpdateMode, DeleteMode; schema-registry.Request for a refused read).
 func (s *schemaStore) audit(r *http.Request, p auth.Principal, a registryAction, allowed bool, reason string) {
 	if s.n.audit == nil {
 		return
 	}
-	kind := "management"
+	kind, method := "management", "schema-registry."+a.change
 	if !allowed {
 		kind = "authorization"
+		if a.change == "" {
+			method = "schema-registry.Request"
+		}
 	}
 	s.n.audit.Audit(auth.Event{Time: time.Now(), Principal: p, Host: r.RemoteAddr, Listener: "http", Kind: kind,
-		Method: "SchemaRegistry " + r.Method + " " + r.URL.Path, Operation: a.op.String(),
-		ResourceType: metadata.ResourceTypeName(a.typ), ResourceName: a.name, Allowed: allowed, Error: reason,
-		Detail: map[string]string{"change": a.change, "query": r.URL.RawQuery}})
+		Method: method, Operation: a.op.String(), ResourceType: metadata.ResourceTypeName(a.typ), ResourceName: a.name,
+		Allowed: allowed, Error: reason, Detail: map[string]string{"http": r.Method + " " + r.URL.Path, "query": r.URL.RawQuery}})
 }
 
 // auditHTTPAuthFailure records a failed HTTP authentication.
