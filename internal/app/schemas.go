@@ -548,8 +548,8 @@ type registryAction struct {
 	typ     kmsg.ACLResourceType
 	name    string
 	check   bool
-	filter  bool // a listing: answered with the subjects the principal may describe
-	byID    bool // /schemas/ids/{id}...: READ on one of the id's subjects
+	filter  bool   // a listing: answered with the subjects the principal may describe
+	byID    bool   // /schemas/ids/{id}...: READ on one of the id's subjects
 	change  string // the audit trail's method, for a change: schema-registry.<what>
 	subject string
 }
