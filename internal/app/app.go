@@ -332,17 +332,29 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 // new or changed, or when the broker is fenced or in controlled shutdown
 // (registering unfences it and ends the shutdown).
 func (n *Node) register(ctx context.Context, id int32, host string, port int32) error {
-	im := n.ctrl.Image()
 	rack := n.cfg.Get("broker.rack")
 	eps := n.endpoints()
-	if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown && slices.Equal(b.Endpoints, eps) && b.HTTP == n.httpAdv {
-		return nil
+	for {
+		im := n.ctrl.Image()
+		if b, ok := im.Broker(id); ok && b.Host == host && b.Port == port && b.Rack == rack && !b.Fenced && !b.InControlledShutdown && slices.Equal(b.Endpoints, eps) && b.HTTP == n.httpAdv {
+			return nil
+		}
+		err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack, Endpoints: eps, HTTP: n.httpAdv}})
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, metadata.ErrProposalDropped) && ctx.Err() == nil:
+			// Lost in a leader change (a node rejoining the quorum sees
+			// one): the outcome is unknown, so look again and retry.
+			n.log.Info("registering broker: proposal dropped in a leader change; retrying")
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		default:
+			return fmt.Errorf("registering broker: %w", err)
+		}
 	}
-	err := n.ctrl.Propose(ctx, metadata.Record{RegisterBroker: &metadata.RegisterBroker{ID: id, Host: host, Port: port, Rack: rack, Endpoints: eps, HTTP: n.httpAdv}})
-	if err != nil {
-		return fmt.Errorf("registering broker: %w", err)
-	}
-	return nil
 }
 
 // alterPartition proposes a partition leader's new ISR (Kafka's
