@@ -3,9 +3,11 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,9 +90,9 @@ func TestSchemaRegistryAuth(t *testing.T) {
 
 	subjectACL(t, saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()), "User:alice", "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationRead, kmsg.ACLOperationWrite)
 	var o sr.SubjectSchema
-	poll := time.Now().Add(10 * time.Second)
+	regDeadline := time.Now().Add(10 * time.Second)
 	for {
-		if o, err = alice.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1}); err == nil || time.Now().After(poll) {
+		if o, err = alice.CreateSchema(ctx, "orders-value", sr.Schema{Schema: seedOrdersV1}); err == nil || time.Now().After(regDeadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -110,11 +112,64 @@ func TestSchemaRegistryAuth(t *testing.T) {
 	if _, err := alice.SchemaByID(ctx, o.ID); err != nil {
 		t.Fatalf("alice reads her schema by id: %v", err)
 	}
-	if subs, err := alice.Subjects(ctx); err != nil || len(subs) != 1 || subs[0] != "orders-value" {
-		t.Fatalf("alice lists %v, %v; want only orders-value", subs, err)
+	// The subject authorized is the subject served: an escaped slash or
+	// percent sign in a path does not move the check to another subject.
+	adminKafka := saslClient(t, n.Addr(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())
+	subjectACL(t, adminKafka, "User:alice", "ro", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead)
+	subjectACL(t, adminKafka, "User:alice", "roA", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLOperationWrite)
+	raw := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("alice", "alice-pw")
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	if subs, err := admin.Subjects(ctx); err != nil || len(subs) != 2 {
-		t.Fatalf("admin lists %v, %v; want both", subs, err)
+	poll.Until(t, 10*time.Second, func() error { // the ACLs reach the node
+		if code, body := raw("GET", "/subjects/roA/versions", ""); code != 404 {
+			return fmt.Errorf("alice reads roA: %d %s; want 404 (no such subject) once her ACL applies", code, body)
+		}
+		return nil
+	})
+	for _, path := range []string{"/subjects/ro%2Fz/versions", "/subjects/ro%2541/versions", "/subjects/ro%2F..%2FroA/versions"} {
+		if code, body := raw("POST", path, `{"schema":"\"string\""}`); code != 403 {
+			t.Errorf("POST %s with READ on ro and WRITE on roA: %d %s; want 403", path, code, body)
+		}
+	}
+	if code, body := raw("POST", "/subjects/roA/versions", `{"schema":"\"string\""}`); code != 200 {
+		t.Errorf("POST /subjects/roA/versions with WRITE on roA: %d %s", code, body)
+	}
+	if subs, err := admin.Subjects(ctx); err != nil || slices.ContainsFunc(subs, func(s string) bool { return strings.HasPrefix(s, "ro") && s != "roA" }) {
+		t.Fatalf("subjects after the escaped writes: %v, %v", subs, err)
+	}
+	// A schema whose only subject is soft-deleted is still that subject's:
+	// alice may not read it by id, nor learn the deleted subject's name.
+	sec, err := admin.CreateSchema(ctx, "secret-value", sr.Schema{Schema: `{"type":"fixed","name":"k","size":16}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.DeleteSubject(ctx, "secret-value", sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/schemas/ids/%d", "/schemas/ids/%d/schema", "/schemas/ids/%d/subjects?deleted=true", "/schemas/ids/%d/versions?deleted=true"} {
+		p := fmt.Sprintf(path, sec.ID)
+		if code, body := raw("GET", p, ""); code != 403 || strings.Contains(body, "secret") {
+			t.Errorf("GET %s of a soft-deleted subject alice may not read: %d %s; want 403", p, code, body)
+		}
+	}
+	if subs, err := alice.Subjects(ctx); err != nil || !slices.Equal(subs, []string{"orders-value", "roA"}) {
+		t.Fatalf("alice lists %v, %v; want only orders-value and roA", subs, err)
+	}
+	if subs, err := admin.Subjects(ctx); err != nil || len(subs) != 3 {
+		t.Fatalf("admin lists %v, %v; want orders-value, payments-value, roA", subs, err)
 	}
 	res := alice.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone})
 	if len(res) != 1 {

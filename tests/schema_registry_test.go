@@ -3,6 +3,7 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -188,6 +189,44 @@ func TestSchemaRegistryCurl(t *testing.T) {
 		out := run(t, "", curl, append([]string{"-s", "-i"}, c.args...)...)
 		if !strings.Contains(out, "Content-Type: application/vnd.schemaregistry.v1+json") || !strings.Contains(out, c.want) {
 			t.Errorf("curl %v:\n%s\nwant %s", c.args, out, c.want)
+		}
+	}
+}
+
+// The registry reads _schemas as a consumer does, so a consumer quota
+// that covers every client throttles its reads too: a throttled fetch
+// comes back without data, and the registry must wait and read on, never
+// skip to the high watermark (a skipped record is a schema lost).
+func TestSchemaRegistryUnderConsumerQuota(t *testing.T) {
+	n := tc.Start(t)
+	ctx := ctxT(t, 90*time.Second)
+	adm := tc.Admin(t, n.Addr())
+	setQuotas(t, adm, kadm.ClientQuotaEntity{{Type: "client-id"}}, "consumer_byte_rate", 100.0)
+	cl, err := sr.NewClient(sr.URLs("http://"+n.HTTPAddr()), sr.HTTPClient(&http.Client{Timeout: 60 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int]string{}
+	const subjects = 3
+	for i := range subjects {
+		subject := fmt.Sprintf("quota-%d-value", i)
+		s := fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"f%d","type":"string"},{"name":"padding_to_make_it_longer","type":"long"}]}`, i, i)
+		got, err := cl.CreateSchema(ctx, subject, sr.Schema{Schema: s})
+		if err != nil {
+			t.Fatalf("register %s: %v", subject, err)
+		}
+		if other, dup := ids[got.ID]; dup {
+			t.Fatalf("%s got id %d, already %s's", subject, got.ID, other)
+		}
+		ids[got.ID] = subject
+	}
+	subs, err := cl.Subjects(ctx)
+	if err != nil || len(subs) != subjects {
+		t.Fatalf("subjects %v, %v; want %d", subs, err, subjects)
+	}
+	for id, subject := range ids {
+		if _, err := cl.SchemaByID(ctx, id); err != nil {
+			t.Errorf("schema %d of %s: %v", id, subject, err)
 		}
 	}
 }

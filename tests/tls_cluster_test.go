@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/berthmq/berth/internal/poll"
 	"github.com/berthmq/berth/internal/testcluster"
@@ -38,6 +40,9 @@ func TestTLSClusterMutual(t *testing.T) {
 		"--ssl.keystore.location", node.Keystore,
 		"--ssl.truststore.location", ca.File,
 		"--ssl.client.auth", "required",
+		"--override", "http.ssl.keystore.location="+node.Keystore,
+		"--override", "http.ssl.truststore.location="+ca.File,
+		"--override", "http.auth=mtls",
 	)
 	pair, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
 	if err != nil {
@@ -67,6 +72,26 @@ func TestTLSClusterMutual(t *testing.T) {
 	}
 	if recs := consumeN(t, c.Addrs()[0], "tls-replicated", 10, kgo.DialTLSConfig(tc)); string(recs[9].Value) != "v9" {
 		t.Fatalf("record 9: %q", recs[9].Value)
+	}
+
+	// The schema registry over HTTPS with client certificates: a write
+	// sent to any node is forwarded to the writer over TLS with the
+	// node's certificate, on kept-alive connections.
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	for i := range 6 {
+		id := c.IDs()[i%3]
+		reg, err := sr.NewClient(sr.URLs("https://"+c.Node(id).HTTPAddr()), sr.HTTPClient(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subject := fmt.Sprintf("tls-%d-value", i)
+		got, err := reg.CreateSchema(ctxT(t, 30*time.Second), subject, sr.Schema{Schema: `"string"`})
+		if err != nil {
+			t.Fatalf("register %s through node %d: %v", subject, id, err)
+		}
+		if _, err := reg.SchemaByID(ctxT(t, 10*time.Second), got.ID); err != nil {
+			t.Fatalf("read back id %d on node %d: %v", got.ID, id, err)
+		}
 	}
 
 	// The controller port (the node's own, behind the test's proxy).

@@ -11,14 +11,16 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,7 @@ import (
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/handler"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/replica"
 	"github.com/berthmq/berth/internal/schemareg"
 )
 
@@ -71,6 +74,9 @@ type schemaStore struct {
 	stop chan struct{}
 	done chan struct{}
 
+	transportOnce sync.Once
+	transport     *http.Transport // tlsTransport
+
 	// Metrics.
 	registrations  atomic.Int64 // writes answered by this node as the writer
 	forwarded      atomic.Int64
@@ -95,6 +101,10 @@ func (n *Node) startSchemas(cfg *config.Config) error {
 func (s *schemaStore) close() {
 	close(s.stop)
 	<-s.done
+	s.transportOnce.Do(func() {}) // orders the read below after tlsTransport's write
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
 }
 
 // applied returns the offset of the next record to apply and the channel
@@ -153,6 +163,11 @@ func (s *schemaStore) follow() {
 		if err == nil {
 			lastErr = ""
 			continue
+		}
+		select {
+		case <-s.stop:
+			return // the node is stopping: its fetch was cut short
+		default:
 		}
 		// No topic yet is the normal state before the first write; other
 		// errors (no leader during a failover, a refused fetch) get a
@@ -260,11 +275,17 @@ func (s *schemaStore) fetch() error {
 		s.log.Warn("skipping a _schemas record", "err", applyErr)
 	}
 	// Only committed records came (a consumer's fetch stops at the high
-	// watermark); with none past them, the registry is caught up to it.
-	if next == from && p.HighWatermark > from && len(p.RecordBatches) == 0 {
-		next = p.HighWatermark // only control batches or compacted gaps
-	}
+	// watermark), and next is past the last of them: never past an
+	// offset not returned. An empty answer below the high watermark (a
+	// fetch throttled by a quota comes without data) moves nothing.
 	s.advance(next)
+	if err == nil && fr.ThrottleMillis > 0 {
+		// Over a consumer quota: wait as a client would, then go on.
+		select {
+		case <-s.stop:
+		case <-time.After(time.Duration(fr.ThrottleMillis) * time.Millisecond):
+		}
+	}
 	return err
 }
 
@@ -283,20 +304,43 @@ func netAddr(host string, port int32) string {
 // and its registry must have applied the whole log, so the write is
 // planned on every record before it.
 func (s *schemaStore) Prepare(ctx context.Context) error {
-	part := s.n.replicas.Get(metadata.SchemasTopic, 0)
-	if part == nil || !part.IsLeader() {
-		return errNotWriter
+	part, err := s.writer(ctx)
+	if err != nil {
+		return err
 	}
 	return s.waitApplied(ctx, part.LogEndOffset())
+}
+
+// writer returns this node's _schemas partition once it leads it. The
+// metadata names a new leader (the topic just created, a failover) a
+// moment before the replica has taken the role: while it still names
+// this node, wait up to 5 s for that.
+func (s *schemaStore) writer(ctx context.Context) (*replica.Partition, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		part := s.n.replicas.Get(metadata.SchemasTopic, 0)
+		if part != nil && part.IsLeader() {
+			return part, nil
+		}
+		t := s.n.ctrl.Image().Topic(metadata.SchemasTopic)
+		if t == nil || t.Partition(0) == nil || t.Partition(0).Leader != s.n.nodeID || time.Now().After(deadline) {
+			return nil, errNotWriter
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Append implements schemareg.Log: the records go into _schemas as one
 // batch; it returns once every in-sync replica has them and this node's
 // registry has applied them.
 func (s *schemaStore) Append(ctx context.Context, recs []schemareg.Record) error {
-	part := s.n.replicas.Get(metadata.SchemasTopic, 0)
-	if part == nil || !part.IsLeader() {
-		return errNotWriter
+	part, err := s.writer(ctx)
+	if err != nil {
+		return err
 	}
 	kvs := make([]batch.KV, len(recs))
 	for i, r := range recs {
@@ -317,44 +361,55 @@ func (s *schemaStore) ensureTopic(ctx context.Context) (*metadata.Topic, error) 
 	return s.n.topics.EnsureInternal(ctx, schemasSpec)
 }
 
-// handler serves the registry's REST API: reads from this node's copy,
-// writes here when this node leads _schemas and forwarded to the leader
+// handler serves the registry's REST API: each routed request is
+// authorized (route), reads are served from this node's copy, writes
+// here when this node leads _schemas and forwarded to the leader
 // otherwise.
 func (s *schemaStore) handler() http.Handler {
-	local := schemareg.Handler(s.reg)
-	return s.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !schemareg.IsWrite(r) {
-			local.ServeHTTP(w, r)
-			return
-		}
-		if _, err := s.ensureTopic(r.Context()); err != nil {
-			writeRegistryError(w, &schemareg.Error{Status: http.StatusInternalServerError, Code: 50004,
-				Message: "Cannot create _schemas, the registry's topic: " + err.Error()})
-			return
-		}
-		im := s.n.ctrl.Image()
-		leader := im.Topic(metadata.SchemasTopic).Partition(0).Leader
-		if leader == s.n.nodeID || r.Header.Get(forwardedHeader) != "" {
-			s.serveWrite(local, w, r)
-			return
-		}
-		b, ok := im.Broker(leader)
-		if !ok || b.HTTP == "" {
-			writeRegistryError(w, &schemareg.Error{Status: http.StatusInternalServerError, Code: 50004,
-				Message: fmt.Sprintf("Unknown leader: _schemas is led by node %d, whose HTTP listener is not known; retry", leader)})
-			return
-		}
-		s.forward(w, r, b.HTTP)
-	}))
+	return schemareg.Handler(s.reg, s.route)
+}
+
+// route is the registry's schemareg.Middleware.
+func (s *schemaStore) route(rt schemareg.Route, w http.ResponseWriter, r *http.Request, local http.Handler) {
+	a, ok := actionOf(rt)
+	r, ok = s.authorize(w, r, rt, a, ok)
+	if !ok {
+		return
+	}
+	if !rt.Write {
+		local.ServeHTTP(w, r)
+		return
+	}
+	t, err := s.ensureTopic(r.Context())
+	if err != nil {
+		writeRegistryError(w, &schemareg.Error{Status: http.StatusInternalServerError, Code: 50004,
+			Message: "Cannot create _schemas, the registry's topic: " + err.Error()})
+		return
+	}
+	leader := metadata.NoLeader
+	if p := t.Partition(0); p != nil {
+		leader = p.Leader
+	}
+	if leader == s.n.nodeID || r.Header.Get(forwardedHeader) != "" {
+		s.serveWrite(local, w, r, a)
+		return
+	}
+	b, ok := s.n.ctrl.Image().Broker(leader)
+	if !ok || b.HTTP == "" {
+		writeRegistryError(w, &schemareg.Error{Status: http.StatusInternalServerError, Code: 50004,
+			Message: fmt.Sprintf("Unknown leader: _schemas is led by node %d, whose HTTP listener is not known; retry", leader)})
+		return
+	}
+	s.forward(w, r, b.HTTP)
 }
 
 // serveWrite serves a write here, adds the _schemas offset its answer
 // reflects, and records a change made in the audit trail.
-func (s *schemaStore) serveWrite(local http.Handler, w http.ResponseWriter, r *http.Request) {
+func (s *schemaStore) serveWrite(local http.Handler, w http.ResponseWriter, r *http.Request, a registryAction) {
 	s.registrations.Add(1)
 	ow := &offsetWriter{ResponseWriter: w, s: s}
 	local.ServeHTTP(ow, r)
-	if a := actionOf(r); ow.status < 300 && a.change != "" {
+	if ow.status < 300 && a.change != "" {
 		s.audit(r, requestPrincipal(r), a, true, "")
 	}
 }
@@ -395,8 +450,7 @@ func (s *schemaStore) forward(w http.ResponseWriter, r *http.Request, addr strin
 	transport := http.DefaultTransport
 	if st := s.n.httpTLS; st != nil {
 		scheme = "https"
-		host, _, _ := splitHostPort(addr)
-		transport = &http.Transport{TLSClientConfig: st.ClientConfig(host, true)}
+		transport = s.tlsTransport()
 	}
 	target := &url.URL{Scheme: scheme, Host: addr}
 	proxy := &httputil.ReverseProxy{
@@ -420,6 +474,25 @@ func (s *schemaStore) forward(w http.ResponseWriter, r *http.Request, addr strin
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// tlsTransport returns the transport for forwarding over TLS: one for
+// the node, so connections to the writer are kept alive and reused; each
+// new connection takes the node's certificates as they are then (they
+// are reloaded when their files change).
+func (s *schemaStore) tlsTransport() http.RoundTripper {
+	s.transportOnce.Do(func() {
+		s.transport = &http.Transport{
+			DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				host, _, _ := splitHostPort(addr)
+				d := tls.Dialer{Config: s.n.httpTLS.ClientConfig(host, true)}
+				return d.DialContext(ctx, network, addr)
+			},
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+		}
+	})
+	return s.transport
 }
 
 func splitHostPort(addr string) (string, string, error) {
@@ -554,126 +627,111 @@ type registryAction struct {
 	subject string
 }
 
-// actionOf maps a registry request to its action.
-func actionOf(r *http.Request) registryAction {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	write := r.Method != http.MethodGet && r.Method != http.MethodHead
-	subject := func(i int) string {
-		if len(parts) > i {
-			s, err := url.PathUnescape(parts[i])
-			if err == nil {
-				return s
-			}
-			return parts[i]
-		}
-		return ""
+// actionOf maps a routed registry request to its action; ok is false for
+// a route it does not know, which is refused (a test keeps every route
+// known).
+func actionOf(rt schemareg.Route) (a registryAction, ok bool) {
+	sub := func(op kmsg.ACLOperation, change string) registryAction {
+		return registryAction{op: op, typ: metadata.ACLResourceTypeSubject, name: rt.Subject, check: true, change: change, subject: rt.Subject}
 	}
-	sub := func(op kmsg.ACLOperation) registryAction {
-		return registryAction{op: op, typ: metadata.ACLResourceTypeSubject, name: subject(1), check: true, subject: subject(1)}
+	cluster := func(op kmsg.ACLOperation, change string) registryAction {
+		return registryAction{op: op, typ: kmsg.ACLResourceTypeCluster, name: metadata.ClusterResourceName, check: true, change: change}
 	}
-	cluster := func(op kmsg.ACLOperation) registryAction {
-		return registryAction{op: op, typ: kmsg.ACLResourceTypeCluster, name: metadata.ClusterResourceName, check: true}
+	switch rt.Pattern {
+	case "GET /{$}", "GET /schemas/types", "GET /contexts":
+		return registryAction{}, true
+	case "GET /subjects", "GET /schemas":
+		return registryAction{filter: true}, true
+	case "GET /schemas/ids/{id}", "GET /schemas/ids/{id}/schema", "GET /schemas/ids/{id}/subjects", "GET /schemas/ids/{id}/versions":
+		return registryAction{byID: true, filter: true}, true
+	case "POST /subjects/{subject}", "GET /subjects/{subject}/versions", "GET /subjects/{subject}/versions/{version}",
+		"GET /subjects/{subject}/versions/{version}/schema", "GET /subjects/{subject}/versions/{version}/referencedby",
+		"POST /compatibility/subjects/{subject}/versions/{version}", "POST /compatibility/subjects/{subject}/versions":
+		return sub(kmsg.ACLOperationRead, ""), true
+	case "POST /subjects/{subject}/versions":
+		return sub(kmsg.ACLOperationWrite, "RegisterSchema"), true
+	case "DELETE /subjects/{subject}":
+		return sub(kmsg.ACLOperationDelete, "DeleteSubject"), true
+	case "DELETE /subjects/{subject}/versions/{version}":
+		return sub(kmsg.ACLOperationDelete, "DeleteSchemaVersion"), true
+	case "GET /config", "GET /mode":
+		return cluster(kmsg.ACLOperationDescribeConfigs, ""), true
+	case "PUT /config":
+		return cluster(kmsg.ACLOperationAlterConfigs, "UpdateCompatibility"), true
+	case "DELETE /config":
+		return cluster(kmsg.ACLOperationAlterConfigs, "DeleteCompatibility"), true
+	case "PUT /mode":
+		return cluster(kmsg.ACLOperationAlterConfigs, "UpdateMode"), true
+	case "DELETE /mode":
+		return cluster(kmsg.ACLOperationAlterConfigs, "DeleteMode"), true
+	case "GET /config/{subject}", "GET /mode/{subject}":
+		return sub(kmsg.ACLOperationDescribeConfigs, ""), true
+	case "PUT /config/{subject}":
+		return sub(kmsg.ACLOperationAlterConfigs, "UpdateCompatibility"), true
+	case "DELETE /config/{subject}":
+		return sub(kmsg.ACLOperationAlterConfigs, "DeleteCompatibility"), true
+	case "PUT /mode/{subject}":
+		return sub(kmsg.ACLOperationAlterConfigs, "UpdateMode"), true
+	case "DELETE /mode/{subject}":
+		return sub(kmsg.ACLOperationAlterConfigs, "DeleteMode"), true
 	}
-	switch parts[0] {
-	case "subjects":
-		switch {
-		case len(parts) == 1:
-			return registryAction{filter: true}
-		case r.Method == http.MethodDelete && len(parts) >= 4:
-			a := sub(kmsg.ACLOperationDelete)
-			a.change = "DeleteSchemaVersion"
-			return a
-		case r.Method == http.MethodDelete:
-			a := sub(kmsg.ACLOperationDelete)
-			a.change = "DeleteSubject"
-			return a
-		case r.Method == http.MethodPost && len(parts) == 3 && parts[2] == "versions":
-			a := sub(kmsg.ACLOperationWrite)
-			a.change = "RegisterSchema"
-			return a
-		}
-		return sub(kmsg.ACLOperationRead)
-	case "schemas":
-		if len(parts) >= 3 && parts[1] == "ids" {
-			return registryAction{byID: true}
-		}
-		if len(parts) == 1 {
-			return registryAction{filter: true}
-		}
-	case "compatibility":
-		a := sub(kmsg.ACLOperationRead)
-		a.name, a.subject = subject(2), subject(2)
-		return a
-	case "config", "mode":
-		change := map[string]string{"config": "UpdateCompatibility", "mode": "UpdateMode"}[parts[0]]
-		if r.Method == http.MethodDelete {
-			change = map[string]string{"config": "DeleteCompatibility", "mode": "DeleteMode"}[parts[0]]
-		}
-		if len(parts) == 1 {
-			if write {
-				a := cluster(kmsg.ACLOperationAlterConfigs)
-				a.change = change
-				return a
-			}
-			return cluster(kmsg.ACLOperationDescribeConfigs)
-		}
-		if write {
-			a := sub(kmsg.ACLOperationAlterConfigs)
-			a.change = change
-			return a
-		}
-		return sub(kmsg.ACLOperationDescribeConfigs)
-	}
-	return registryAction{} // /, /schemas/types, /contexts
+	return registryAction{}, false
 }
 
-// authorized wraps the registry's API with the authorizer: each request
-// needs its operation on its subject (or the cluster), listings are cut
-// to the subjects the principal may describe, a schema by id needs READ
-// on one of its subjects. Changes go to the audit trail.
-func (s *schemaStore) authorized(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		az := s.n.authz
-		p := requestPrincipal(r)
-		host := hostOf(r.RemoteAddr)
-		a := actionOf(r)
-		may := func(op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-			return az == nil || !auth.Enabled(az) || az.Authorize(auth.Action{Principal: p, Host: host, Op: op, Type: typ, Name: name})
+// authorize checks a routed request against the authorizer: its
+// operation on its subject (or the cluster); listings are cut to the
+// subjects the principal may describe; a schema by id needs READ on one
+// of its subjects, soft-deleted ones included. It answers a refusal
+// itself and returns the request to serve.
+func (s *schemaStore) authorize(w http.ResponseWriter, r *http.Request, rt schemareg.Route, a registryAction, known bool) (*http.Request, bool) {
+	az := s.n.authz
+	p := requestPrincipal(r)
+	host := hostOf(r.RemoteAddr)
+	on := az != nil && auth.Enabled(az)
+	may := func(op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+		return !on || az.Authorize(auth.Action{Principal: p, Host: host, Op: op, Type: typ, Name: name})
+	}
+	refuse := func(a registryAction, msg string) (*http.Request, bool) {
+		s.audit(r, p, a, false, "not authorized")
+		schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301, Message: msg})
+		return nil, false
+	}
+	// A forwarded write was authorized by the node it came through,
+	// and comes with that node's principal (its certificate) or the
+	// client's own credentials, checked again here.
+	switch {
+	case !known:
+		if on {
+			return refuse(a, fmt.Sprintf("User %s is not authorized to %s (an endpoint this node cannot authorize)", p, rt.Pattern))
 		}
-		// A forwarded write was authorized by the node it came through,
-		// and comes with that node's principal (its certificate) or the
-		// client's own credentials, checked again here.
-		switch {
-		case a.check && !may(a.op, a.typ, a.name):
-			s.audit(r, p, a, false, "not authorized")
-			schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301,
-				Message: fmt.Sprintf("User %s is not authorized to %s %s %s", p, a.op, metadata.ResourceTypeName(a.typ), a.name)})
-			return
-		case a.byID:
-			id, err := strconv.Atoi(strings.Split(strings.TrimPrefix(r.URL.Path, "/schemas/ids/"), "/")[0])
-			if err == nil && az != nil && auth.Enabled(az) {
-				vs, _ := s.reg.IDVersions(id, false)
-				ok := false
-				for _, v := range vs {
-					if may(kmsg.ACLOperationRead, metadata.ACLResourceTypeSubject, v.Subject) {
-						ok = true
-						break
-					}
-				}
-				if !ok && len(vs) > 0 {
-					s.audit(r, p, registryAction{op: kmsg.ACLOperationRead, typ: metadata.ACLResourceTypeSubject, name: vs[0].Subject}, false, "not authorized")
-					schemareg.WriteError(w, &schemareg.Error{Status: http.StatusForbidden, Code: 40301,
-						Message: fmt.Sprintf("User %s is not authorized to READ a subject of schema id %d", p, id)})
-					return
-				}
+	case a.check && !may(a.op, a.typ, a.name):
+		return refuse(a, fmt.Sprintf("User %s is not authorized to %s %s %s", p, a.op, metadata.ResourceTypeName(a.typ), a.name))
+	case a.byID && on:
+		id, err := strconv.ParseInt(rt.ID, 10, 32)
+		if err != nil {
+			break // the handler answers 40403
+		}
+		vs, err := s.reg.IDVersions(int(id), true)
+		if err != nil {
+			break // no such id: the handler answers 40403
+		}
+		if !slices.ContainsFunc(vs, func(v schemareg.IDVersion) bool {
+			return may(kmsg.ACLOperationRead, metadata.ACLResourceTypeSubject, v.Subject)
+		}) {
+			name := ""
+			if len(vs) > 0 {
+				name = vs[0].Subject
 			}
-		case a.filter && az != nil && auth.Enabled(az):
-			r = r.WithContext(schemareg.WithSubjectFilter(r.Context(), func(subject string) bool {
-				return may(kmsg.ACLOperationDescribe, metadata.ACLResourceTypeSubject, subject)
-			}))
+			return refuse(registryAction{op: kmsg.ACLOperationRead, typ: metadata.ACLResourceTypeSubject, name: name},
+				fmt.Sprintf("User %s is not authorized to READ a subject of schema id %d", p, id))
 		}
-		h.ServeHTTP(w, r)
-	})
+	}
+	if a.filter && on {
+		r = r.WithContext(schemareg.WithSubjectFilter(r.Context(), func(subject string) bool {
+			return may(kmsg.ACLOperationDescribe, metadata.ACLResourceTypeSubject, subject)
+		}))
+	}
+	return r, true
 }
 
 // audit records a registry change (or a refused request) in the audit

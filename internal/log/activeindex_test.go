@@ -2,6 +2,8 @@ package log
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -167,5 +169,52 @@ func TestActiveIndexHoldsOnlyDurableBatches(t *testing.T) {
 		if rel, _ := x.entry(i); int64(rel) >= d {
 			t.Fatalf("entry %d names offset %d, past the durable %d", i, rel, d)
 		}
+	}
+}
+
+// A crash recovery that cuts the torn tail and then finds the indexes
+// wrong (here a time index entry past the data) falls back to a full scan
+// of the file as the cut left it, and the epochs come out once, in order:
+// the ones the failed fast load saw are not kept.
+func TestActiveIndexCutThenInvalidFallsBackCleanly(t *testing.T) {
+	for _, tear := range []bool{true, false} {
+		t.Run(fmt.Sprintf("torn=%v", tear), func(t *testing.T) { cutThenInvalid(t, tear) })
+	}
+}
+
+func cutThenInvalid(t *testing.T, tear bool) {
+	dir := t.TempDir()
+	l, cfg := activeIndexLog(t, dir, 40, 10) // epoch 1, then epoch 2 after the checkpoint
+	leo := l.LogEndOffset()
+	_, epoch2Start := l.EndOffsetForEpoch(1)
+	crash(l)
+	logPath := segFile(dir, 0, logSuffix)
+	torn := simpleBatch(2, 100, 9999)
+	if tear {
+		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(torn[:len(torn)/2])
+		f.Close()
+	}
+	// Lose the epoch checkpoint, so the epochs come from the scan alone.
+	os.Remove(filepath.Join(dir, leaderEpochFile))
+	// A time index entry past the data end: the fast load gives up after
+	// the cut.
+	mutateFile(t, segFile(dir, 0, timeIndexSuffix), func(b []byte) []byte {
+		e := binary.BigEndian.AppendUint64(nil, uint64(1<<40))
+		return append(b, binary.BigEndian.AppendUint32(e, uint32(leo+1000))...)
+	})
+	l2 := openT(t, dir, cfg, Options{})
+	defer l2.Close()
+	if got := l2.LogEndOffset(); got != leo {
+		t.Fatalf("LEO %d, want %d", got, leo)
+	}
+	if e, end := l2.EndOffsetForEpoch(1); e != 1 || end != epoch2Start {
+		t.Fatalf("epoch 1 ends at (%d, %d), want (1, %d)", e, end, epoch2Start)
+	}
+	if e, end := l2.EndOffsetForEpoch(2); e != 2 || end != leo {
+		t.Fatalf("epoch 2 ends at (%d, %d), want (2, %d)", e, end, leo)
 	}
 }

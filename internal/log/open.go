@@ -452,6 +452,12 @@ func (l *Log) loadSegment(base int64, full, crashed bool, prevNext int64, trans 
 		}
 	}
 	s.idxOnDisk, s.tidxOnDisk = -1, -1 // the files on disk do not match
+	// fastLoad may have cut a torn tail before it gave up: scan the file
+	// as it is now.
+	if fi, err = f.Stat(); err != nil {
+		s.release()
+		return nil, false, false, fmt.Errorf("log: stat segment: %w", err)
+	}
 	corrupted, err = l.fullScan(s, fi.Size(), prevNext, trans)
 	if err != nil {
 		s.release()
@@ -556,6 +562,14 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64, tail *[]epochEntry)
 	interval, maxEntries := int64(l.cfg.IndexIntervalBytes), l.cfg.maxIndexEntries()
 	sc := newScanner(s.f, s.name(), pos, fileSize, s.base, prevNext)
 	end, next := pos, max(s.base, prevNext)
+	// The epochs the checked batches start, added to *tail only when the
+	// load succeeds: a failed one is followed by a full scan that adds
+	// them itself.
+	var starts []epochEntry
+	lastEpoch := int32(-1)
+	if tail != nil && len(*tail) > 0 {
+		lastEpoch = (*tail)[len(*tail)-1].Epoch
+	}
 	for first := true; ; first = false {
 		h, bpos, err := sc.next()
 		if err == io.EOF {
@@ -582,10 +596,9 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64, tail *[]epochEntry)
 			return false, false, err
 		}
 		size := int64(h.Size())
-		if tail != nil {
-			if n := len(*tail); h.LeaderEpoch >= 0 && (n == 0 || h.LeaderEpoch > (*tail)[n-1].Epoch) {
-				*tail = append(*tail, epochEntry{h.LeaderEpoch, h.BaseOffset})
-			}
+		if tail != nil && h.LeaderEpoch >= 0 && h.LeaderEpoch > lastEpoch {
+			starts = append(starts, epochEntry{h.LeaderEpoch, h.BaseOffset})
+			lastEpoch = h.LeaderEpoch
 		}
 		if first && entryBase >= 0 {
 			if h.BaseOffset != entryBase {
@@ -612,5 +625,8 @@ func (l *Log) fastLoad(s *segment, fileSize, prevNext int64, tail *[]epochEntry)
 	s.size.Store(end)
 	s.next.Store(next)
 	s.idxOnDisk, s.tidxOnDisk = len(idx), len(tidx)
+	if tail != nil {
+		*tail = append(*tail, starts...)
+	}
 	return true, cut, nil
 }

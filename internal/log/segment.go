@@ -192,10 +192,15 @@ func (s *segment) writeIndexes(fs vfs.FS) error {
 
 // removeIndexFiles deletes the index files (stale after a truncation).
 func (s *segment) removeIndexFiles(fs vfs.FS) {
-	s.idxOnDisk, s.tidxOnDisk = 0, 0
-	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
-		if err := fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			_ = err // harmless: a stale index fails validation and is rebuilt
+	for _, f := range []struct {
+		path   string
+		onDisk *int
+	}{{s.indexPath(), &s.idxOnDisk}, {s.timeIndexPath(), &s.tidxOnDisk}} {
+		*f.onDisk = 0
+		if err := fs.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			// Still there with stale entries: unknown, so the next index
+			// checkpoint rewrites it whole (even to empty).
+			*f.onDisk = -1
 		}
 	}
 }

@@ -20,43 +20,91 @@ const ContentType = "application/vnd.schemaregistry.v1+json"
 // maxBody bounds a request body (a schema with its references list).
 const maxBody = 16 << 20
 
-// Handler serves the Confluent Schema Registry REST API for reg.
-func Handler(reg *Registry) http.Handler {
+// Route is a request as the API routed it: what a Middleware decides on.
+// Subject and ID are the path's values exactly as the handler reads them
+// (unescaped once), so an authorizer checks the subject that is served.
+type Route struct {
+	Pattern string // the route's pattern, e.g. "POST /subjects/{subject}/versions"
+	Subject string // {subject}, "" where the route has none
+	ID      string // {id}, "" where the route has none
+	Write   bool   // the request changes the registry (and goes to its writer)
+}
+
+// Middleware wraps every routed request: it may answer w itself (a refusal,
+// a forward) or call next, with a request of its own (WithSubjectFilter)
+// or a wrapped writer. Requests no route matches get 404 without it.
+type Middleware func(rt Route, w http.ResponseWriter, r *http.Request, next http.Handler)
+
+// route is one endpoint of the API.
+type route struct {
+	pattern string
+	write   bool
+	serve   func(*api, http.ResponseWriter, *http.Request)
+}
+
+func static(v any) func(*api, http.ResponseWriter, *http.Request) {
+	return func(_ *api, w http.ResponseWriter, _ *http.Request) { writeJSON(w, v) }
+}
+
+// routes is the API: Confluent's endpoints (docs/schema-registry.md).
+var routes = []route{
+	{"GET /{$}", false, static(map[string]any{})},
+	{"GET /subjects", false, (*api).subjects},
+	{"POST /subjects/{subject}", false, (*api).lookUp},
+	{"DELETE /subjects/{subject}", true, (*api).deleteSubject},
+	{"GET /subjects/{subject}/versions", false, (*api).versions},
+	{"POST /subjects/{subject}/versions", true, (*api).register},
+	{"GET /subjects/{subject}/versions/{version}", false, (*api).version},
+	{"DELETE /subjects/{subject}/versions/{version}", true, (*api).deleteVersion},
+	{"GET /subjects/{subject}/versions/{version}/schema", false, (*api).versionSchema},
+	{"GET /subjects/{subject}/versions/{version}/referencedby", false, (*api).referencedBy},
+	{"GET /schemas", false, (*api).schemas},
+	{"GET /schemas/ids/{id}", false, (*api).byID},
+	{"GET /schemas/ids/{id}/schema", false, (*api).byIDSchema},
+	{"GET /schemas/ids/{id}/subjects", false, (*api).idSubjects},
+	{"GET /schemas/ids/{id}/versions", false, (*api).idVersions},
+	{"GET /schemas/types", false, static([]string{TypeJSON, TypeProtobuf, TypeAvro})},
+	{"GET /config", false, (*api).getConfig},
+	{"PUT /config", true, (*api).putConfig},
+	{"DELETE /config", true, (*api).deleteConfig},
+	{"GET /config/{subject}", false, (*api).getConfig},
+	{"PUT /config/{subject}", true, (*api).putConfig},
+	{"DELETE /config/{subject}", true, (*api).deleteConfig},
+	{"GET /mode", false, (*api).getMode},
+	{"PUT /mode", true, (*api).putMode},
+	{"DELETE /mode", true, (*api).deleteMode},
+	{"GET /mode/{subject}", false, (*api).getMode},
+	{"PUT /mode/{subject}", true, (*api).putMode},
+	{"DELETE /mode/{subject}", true, (*api).deleteMode},
+	{"POST /compatibility/subjects/{subject}/versions/{version}", false, (*api).check},
+	{"POST /compatibility/subjects/{subject}/versions", false, (*api).check},
+	{"GET /contexts", false, static([]string{"."})},
+}
+
+// Patterns lists the API's route patterns, for a Middleware's tests.
+func Patterns() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.pattern
+	}
+	return out
+}
+
+// Handler serves the Confluent Schema Registry REST API for reg; mw, if
+// not nil, wraps every routed request.
+func Handler(reg *Registry, mw Middleware) http.Handler {
 	h := &api{reg: reg}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, map[string]any{}) })
-	mux.HandleFunc("GET /subjects", h.subjects)
-	mux.HandleFunc("POST /subjects/{subject}", h.lookUp)
-	mux.HandleFunc("DELETE /subjects/{subject}", h.deleteSubject)
-	mux.HandleFunc("GET /subjects/{subject}/versions", h.versions)
-	mux.HandleFunc("POST /subjects/{subject}/versions", h.register)
-	mux.HandleFunc("GET /subjects/{subject}/versions/{version}", h.version)
-	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", h.deleteVersion)
-	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/schema", h.versionSchema)
-	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy)
-	mux.HandleFunc("GET /schemas", h.schemas)
-	mux.HandleFunc("GET /schemas/ids/{id}", h.byID)
-	mux.HandleFunc("GET /schemas/ids/{id}/schema", h.byIDSchema)
-	mux.HandleFunc("GET /schemas/ids/{id}/subjects", h.idSubjects)
-	mux.HandleFunc("GET /schemas/ids/{id}/versions", h.idVersions)
-	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, []string{TypeJSON, TypeProtobuf, TypeAvro})
-	})
-	mux.HandleFunc("GET /config", h.getConfig)
-	mux.HandleFunc("PUT /config", h.putConfig)
-	mux.HandleFunc("DELETE /config", h.deleteConfig)
-	mux.HandleFunc("GET /config/{subject}", h.getConfig)
-	mux.HandleFunc("PUT /config/{subject}", h.putConfig)
-	mux.HandleFunc("DELETE /config/{subject}", h.deleteConfig)
-	mux.HandleFunc("GET /mode", h.getMode)
-	mux.HandleFunc("PUT /mode", h.putMode)
-	mux.HandleFunc("DELETE /mode", h.deleteMode)
-	mux.HandleFunc("GET /mode/{subject}", h.getMode)
-	mux.HandleFunc("PUT /mode/{subject}", h.putMode)
-	mux.HandleFunc("DELETE /mode/{subject}", h.deleteMode)
-	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions/{version}", h.check)
-	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions", h.check)
-	mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, []string{"."}) })
+	for _, rt := range routes {
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.serve(h, w, r) })
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if mw == nil {
+				next(w, r)
+				return
+			}
+			mw(Route{Pattern: rt.pattern, Subject: r.PathValue("subject"), ID: r.PathValue("id"), Write: rt.write}, w, r, next)
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			writeError(w, &Error{http.StatusNotFound, http.StatusNotFound, "HTTP 404 Not Found"})
@@ -83,19 +131,6 @@ func subjectFilter(r *http.Request) func(string) bool {
 		return f
 	}
 	return nil
-}
-
-// IsWrite reports whether r changes the registry (and so goes to its
-// writer): registrations, deletions, config and mode changes. Lookups
-// (POST /subjects/{s}) and compatibility checks are reads.
-func IsWrite(r *http.Request) bool {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	case http.MethodPost:
-		return strings.HasPrefix(r.URL.Path, "/subjects/") && strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/versions")
-	}
-	return true
 }
 
 // WriteError answers err as Confluent does: its status and a JSON body
@@ -310,7 +345,11 @@ func (h *api) idVersionsOf(r *http.Request) ([]IDVersion, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.reg.IDVersions(id, boolParam(r, "deleted"))
+	vs, err := h.reg.IDVersions(id, boolParam(r, "deleted"))
+	if keep := subjectFilter(r); keep != nil {
+		vs = slices.DeleteFunc(vs, func(v IDVersion) bool { return !keep(v.Subject) })
+	}
+	return vs, err
 }
 
 func (h *api) idSubjects(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 func serve(t *testing.T) (*Registry, *httptest.Server, *sr.Client) {
 	t.Helper()
 	reg := New(nil)
-	srv := httptest.NewServer(Handler(reg))
+	srv := httptest.NewServer(Handler(reg, nil))
 	t.Cleanup(srv.Close)
 	cl, err := sr.NewClient(sr.URLs(srv.URL))
 	if err != nil {
