@@ -60,6 +60,12 @@ type Options struct {
 	FS     vfs.FS           // nil = the real OS filesystem
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = slog.Default()
+
+	// DeferMarkerSync makes Open remove the clean-shutdown marker without
+	// fsyncing the directory: the caller opening many logs makes all the
+	// removals durable at once (one syncfs of their filesystem) and then
+	// calls FinishOpen on each, before the log takes a write.
+	DeferMarkerSync bool
 }
 
 func (o Options) withDefaults() Options {

@@ -45,6 +45,8 @@ type Log struct {
 	now    func() time.Time
 	logger *slog.Logger
 
+	deferMarker bool // Options.DeferMarkerSync
+
 	syncMu  sync.Mutex
 	ckptMu  sync.Mutex
 	mu      sync.Mutex // the append path; see the package comment
@@ -71,9 +73,12 @@ type Log struct {
 	active   *segment
 	unsynced []*segment // rolled segments not yet fsynced
 	dirDirty bool       // files created, renamed or removed since the last dir fsync
-	epochs   epochCache
-	rp       int64        // last persisted recovery point
-	cleaner  cleanerState // compaction progress; written with ckptMu held too
+	// markerPending: Open removed the clean-shutdown marker without a
+	// directory fsync (Options.DeferMarkerSync); FinishOpen settles it.
+	markerPending bool
+	epochs        epochCache
+	rp            int64        // last persisted recovery point
+	cleaner       cleanerState // compaction progress; written with ckptMu held too
 }
 
 // AppendResult describes an append.

@@ -26,7 +26,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, cfg: cfg}
+	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, cfg: cfg, deferMarker: opts.DeferMarkerSync}
 	l.prodSnap.Store(-1)
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create %s: %w", dir, err)
@@ -118,8 +118,10 @@ func (l *Log) load() error {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("log: sync %s: %w", l.dir, err)
 		}
-		l.dirDirty = false
+		l.dirDirty, l.markerPending = false, false
 	}
+	// Until FinishOpen, any sync of the log fsyncs the directory too.
+	l.dirDirty = l.markerPending
 	return nil
 }
 
@@ -143,11 +145,46 @@ func (l *Log) takeCleanShutdown(names []string) (bool, error) {
 		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
 			return false, fmt.Errorf("log: remove clean-shutdown marker: %w", err)
 		}
+		if l.deferMarker {
+			// The caller makes it durable (FinishOpen), unless load
+			// fsyncs the directory anyway.
+			l.markerPending = true
+			return true, nil
+		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return false, fmt.Errorf("log: sync %s: %w", l.dir, err)
 		}
 	}
 	return clean, nil
+}
+
+// FinishOpen settles the clean-shutdown marker Open removed with
+// Options.DeferMarkerSync: fsSynced says the caller has synced the
+// filesystem holding the log since (syncfs), which made the removal
+// durable; otherwise the log fsyncs its directory. A crash after
+// FinishOpen returns nil recovers the log.
+func (l *Log) FinishOpen(fsSynced bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.markerPending {
+		return nil
+	}
+	if !fsSynced {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("log: sync %s: %w", l.dir, err)
+		}
+	}
+	// Durable now, and nothing else has dirtied the directory: the log
+	// has taken no write yet.
+	l.markerPending, l.dirDirty = false, false
+	return nil
+}
+
+// MarkerPending reports whether FinishOpen has a marker removal to settle.
+func (l *Log) MarkerPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.markerPending
 }
 
 // findSegments returns the base offsets of the segment files among names,
