@@ -1,0 +1,123 @@
+package outbox
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SQLiteOptions are the connection settings an outbox on SQLite wants,
+// for modernc.org/sqlite's DSN ("file:app.db?" + SQLiteOptions): write
+// transactions take the write lock at BEGIN (a read-then-write transaction
+// otherwise fails with SQLITE_BUSY when two connections upgrade at once),
+// waits for the lock instead of failing, WAL so readers do not block the
+// writer, and a full fsync at every commit (an acknowledged order and its
+// event survive a power cut).
+const SQLiteOptions = "_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+
+// Dialect is the SQL database an outbox lives in.
+type Dialect int
+
+const (
+	// SQLite, through modernc.org/sqlite (driver name "sqlite") or any
+	// driver that speaks SQLite's SQL. Relays share shards by leases.
+	SQLite Dialect = iota
+	// Postgres, through github.com/jackc/pgx/v5/stdlib (driver name
+	// "pgx") or lib/pq. Relays share shards with FOR UPDATE SKIP LOCKED.
+	Postgres
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case Postgres:
+		return "postgres"
+	}
+	return "Dialect(" + strconv.Itoa(int(d)) + ")"
+}
+
+// ph returns the i-th (1-based) placeholder.
+func (d Dialect) ph(i int) string {
+	if d == Postgres {
+		return "$" + strconv.Itoa(i)
+	}
+	return "?"
+}
+
+// list returns n placeholders from the from-th, comma-separated.
+func (d Dialect) list(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.ph(from + i))
+	}
+	return b.String()
+}
+
+// schema returns the statements that create the tables of an outbox
+// whose table is t.
+func (d Dialect) schema(t string) []string {
+	switch d {
+	case Postgres:
+		return []string{
+			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	id BIGSERIAL PRIMARY KEY,
+	shard INTEGER NOT NULL,
+	topic TEXT NOT NULL,
+	msg_key BYTEA,
+	msg_value BYTEA,
+	headers BYTEA,
+	created_ms BIGINT NOT NULL,
+	sent_ms BIGINT
+)`, t),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_unsent ON %s (shard, id) WHERE sent_ms IS NULL`, t, t),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_sent ON %s (sent_ms) WHERE sent_ms IS NOT NULL`, t, t),
+			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s_shards (
+	shard INTEGER PRIMARY KEY,
+	owner TEXT,
+	lease_until_ms BIGINT
+)`, t),
+		}
+	default:
+		return []string{
+			// AUTOINCREMENT: ids are never reused, so they keep the order
+			// of insertion even after sent rows are pruned.
+			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	shard INTEGER NOT NULL,
+	topic TEXT NOT NULL,
+	msg_key BLOB,
+	msg_value BLOB,
+	headers BLOB,
+	created_ms INTEGER NOT NULL,
+	sent_ms INTEGER
+)`, t),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_unsent ON %s (shard, id) WHERE sent_ms IS NULL`, t, t),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_sent ON %s (sent_ms) WHERE sent_ms IS NOT NULL`, t, t),
+			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s_shards (
+	shard INTEGER PRIMARY KEY,
+	owner TEXT,
+	lease_until_ms INTEGER
+)`, t),
+		}
+	}
+}
+
+// validTable reports whether t can name a table unquoted.
+func validTable(t string) bool {
+	if t == "" || len(t) > 48 {
+		return false
+	}
+	for i, c := range t {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
