@@ -27,19 +27,19 @@ import (
 type outboxDB struct {
 	name    string
 	dialect outbox.Dialect
-	open    func(t *testing.T) *sql.DB
+	open    func(t testing.TB) *sql.DB
 }
 
 var outboxDBs = []outboxDB{
-	{"sqlite", outbox.SQLite, func(t *testing.T) *sql.DB {
+	{"sqlite", outbox.SQLite, func(t testing.TB) *sql.DB {
 		return openDB(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?"+outbox.SQLiteOptions)
 	}},
-	{"postgres", outbox.Postgres, func(t *testing.T) *sql.DB {
+	{"postgres", outbox.Postgres, func(t testing.TB) *sql.DB {
 		return openDB(t, "pgx", testpg.Start(t).DSN)
 	}},
 }
 
-func openDB(t *testing.T, driver, dsn string) *sql.DB {
+func openDB(t testing.TB, driver, dsn string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

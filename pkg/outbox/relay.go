@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -162,8 +165,8 @@ func (r *Relay) roundLocked(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("outbox: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	shards, err := queryInts(ctx, tx, fmt.Sprintf(`SELECT shard FROM %[1]s_shards
-WHERE shard IN (SELECT DISTINCT shard FROM %[1]s WHERE sent_ms IS NULL)
+	shards, err := queryInts(ctx, tx, fmt.Sprintf(`SELECT shard FROM %[1]s_shards s
+WHERE EXISTS (SELECT 1 FROM %[1]s o WHERE o.shard = s.shard AND o.sent_ms IS NULL)
 ORDER BY random() LIMIT $1 FOR UPDATE SKIP LOCKED`, r.t), r.opts.ShardsPerRound)
 	if err != nil || len(shards) == 0 {
 		return 0, err
@@ -195,7 +198,7 @@ func (r *Relay) roundLeased(ctx context.Context) (int, error) {
 	_, err := r.db.ExecContext(ctx, fmt.Sprintf(`UPDATE %[1]s_shards SET owner = ?, lease_until_ms = ?
 WHERE shard IN (SELECT shard FROM %[1]s_shards
 	WHERE (owner IS NULL OR owner = ? OR lease_until_ms < ?)
-	AND shard IN (SELECT DISTINCT shard FROM %[1]s WHERE sent_ms IS NULL)
+	AND EXISTS (SELECT 1 FROM %[1]s o WHERE o.shard = %[1]s_shards.shard AND o.sent_ms IS NULL)
 	ORDER BY random() LIMIT ?)`, r.t), r.opts.ID, until, r.opts.ID, now.UnixMilli(), r.opts.ShardsPerRound)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: lease shards: %w", err)
@@ -241,16 +244,25 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// readRows reads the unsent rows of shards, oldest first.
+// readRows reads the oldest unsent rows of shards, up to BatchSize in
+// all, in one statement of one ordered index walk per shard (the union of
+// a query per shard: each reads the (shard, id) index of unsent rows from
+// its start); a shard's rows come in id order, and rows of different
+// shards need no order between them.
 func (r *Relay) readRows(ctx context.Context, q querier, shards []int) ([]row, error) {
 	d := r.ob.cfg.Dialect
-	rs, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT id, shard, topic, msg_key, msg_value, headers FROM %s
-WHERE sent_ms IS NULL AND shard IN (%s) ORDER BY id LIMIT %d`, r.t, d.list(1, len(shards)), r.opts.BatchSize), ints(shards)...)
+	per := max(1, r.opts.BatchSize/len(shards))
+	parts := make([]string, len(shards))
+	for i := range shards {
+		parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT id, shard, topic, msg_key, msg_value, headers FROM %s
+WHERE sent_ms IS NULL AND shard = %s ORDER BY id LIMIT %d) s%d`, r.t, d.ph(i+1), per, i)
+	}
+	rs, err := q.QueryContext(ctx, strings.Join(parts, "\nUNION ALL\n"), ints(shards)...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read rows: %w", err)
 	}
-	defer rs.Close()
 	var out []row
+	defer rs.Close()
 	for rs.Next() {
 		var (
 			x          row
@@ -271,6 +283,9 @@ WHERE sent_ms IS NULL AND shard IN (%s) ORDER BY id LIMIT %d`, r.t, d.list(1, le
 	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: read rows: %w", err)
 	}
+	// A union's order is not promised: put the rows in id order (which
+	// is each shard's order).
+	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
 	return out, nil
 }
 
@@ -308,6 +323,12 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]int64, error) {
 func (r *Relay) markSent(ctx context.Context, tx *sql.Tx, ids []int64, owner string) error {
 	d := r.ob.cfg.Dialect
 	now := time.Now().UnixMilli()
+	if d == Postgres { // one array parameter
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET sent_ms = $1 WHERE id = ANY($2)`, r.t), now, ids); err != nil {
+			return fmt.Errorf("outbox: mark sent: %w", err)
+		}
+		return nil
+	}
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
 		args := []any{now}
@@ -340,7 +361,9 @@ func (r *Relay) maybePrune(ctx context.Context) {
 	}
 	r.lastPrune = time.Now()
 	if n, err := r.Prune(ctx, r.opts.KeepSent); err != nil {
-		r.log.Warn("outbox prune failed", "err", err)
+		if ctx.Err() == nil {
+			r.log.Warn("outbox prune failed", "err", err)
+		}
 	} else if n > 0 {
 		r.log.Debug("outbox pruned", "rows", n)
 	}
