@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/berthmq/berth/pkg/berthmsg"
+	"github.com/berthmq/berth/pkg/breaker"
 )
 
 // Handler processes one job. ctx ends when the worker gives the job up
@@ -41,6 +42,13 @@ type Options struct {
 	// OnDone, if set, is called after each job is acknowledged, from the
 	// job's goroutine (metrics, tracing).
 	OnDone func(Result)
+	// Breaker, if set, guards the dependency the handler calls: while it
+	// is open the worker takes no new jobs, and jobs already taken are
+	// released with their backoff (Result.Err is breaker.ErrOpen)
+	// instead of attempted; a half-open breaker lets one job through as
+	// its probe. The handler's errors count as failures; Permanent ones
+	// (the dependency answered, the job is bad) as successes.
+	Breaker *breaker.Breaker
 }
 
 // Outcome is how a job was acknowledged.
@@ -193,6 +201,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.cl.Close() // leaves the group; releases anything not acknowledged
 	var runErr error
 	for ctx.Err() == nil {
+		if b := w.o.Breaker; b != nil && b.State() == breaker.Open {
+			// Take no jobs while the dependency is down: the broker
+			// keeps them for the workers that can.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		fs := w.cl.PollRecords(ctx, w.o.Concurrency)
 		if fs.IsClientClosed() {
 			runErr = errors.New("worker: client closed")
@@ -311,7 +328,21 @@ func (w *Worker) renew(jobs []*job, every time.Duration) {
 // runJob runs the handler on j and acknowledges the outcome.
 func (w *Worker) runJob(ctx context.Context, j *job) {
 	start := time.Now()
-	err := w.call(ctx, j.r)
+	var err error
+	if b := w.o.Breaker; b != nil {
+		if ok, _ := b.Allow(); !ok {
+			err = breaker.ErrOpen
+		} else {
+			err = w.call(ctx, j.r)
+			if IsPermanent(err) {
+				b.Record(nil)
+			} else {
+				b.Record(err)
+			}
+		}
+	} else {
+		err = w.call(ctx, j.r)
+	}
 	took := time.Since(start)
 	res := Result{Record: j.r, Err: err, Took: took}
 	status := kgo.AckAccept
