@@ -91,6 +91,19 @@ func TestRetryTopics(t *testing.T) {
 			l.ok(v)
 			return nil
 		})
+	// A second group on the same topic, whose handler fails once for
+	// everything: its retries share orders.retry.* and never reach the
+	// first group's handler, nor the first group's its.
+	other := &handledLog{attempts: map[string]int{}}
+	startRetry(t, n.Addr(), retry.Config{Topic: "orders", Group: "analytics",
+		Delays: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}},
+		func(ctx context.Context, r *kgo.Record) error {
+			if other.attempt(string(r.Value)) == 1 {
+				return errors.New("warehouse DB busy")
+			}
+			other.ok(string(r.Value))
+			return nil
+		})
 	cl := tc.Client(t, n.Addr(), kgo.DefaultProduceTopic("orders"))
 	for _, v := range []string{"flaky", "a", "doomed", "b", "bad", "c"} {
 		produceSync(t, cl, &kgo.Record{Key: []byte("k-" + v), Value: []byte(v)})
@@ -104,6 +117,22 @@ func TestRetryTopics(t *testing.T) {
 		}
 		return nil
 	})
+	poll.Until(t, 30*time.Second, func() error {
+		if got := other.snapshot(); len(got) != 6 {
+			return fmt.Errorf("the other group handled %v, want all 6 on their second attempt", got)
+		}
+		return nil
+	})
+	for v, a := range other.attempts {
+		if a != 2 {
+			t.Errorf("the other group attempted %s %d times, want 2", v, a)
+		}
+	}
+	for v, a := range l.attempts {
+		if want := map[string]int{"flaky": 3, "doomed": 3}[v]; want == 0 && a != 1 || want > 0 && a != want {
+			t.Errorf("fulfilment attempted %s %d times", v, a)
+		}
+	}
 	if got := l.snapshot(); got[len(got)-1] != "flaky" {
 		t.Errorf("handled %v: flaky (retried) should come last, the others not waiting for it", got)
 	}

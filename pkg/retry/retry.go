@@ -6,6 +6,10 @@
 //
 //	orders → orders.retry.2s → orders.retry.4s → orders.retry.8s → orders.retry.16s → orders.dlq
 //
+// The retry and dead-letter topics are the topic's, shared by every group
+// that reads it with this package: a copy names its group
+// (__dlq.errors.group) and each group's retry consumers skip the others'.
+//
 // Copies carry the record's key, value and headers (its event-id among
 // them) and the dead-letter context headers Berth's share-group DLQ
 // writes (__dlq.errors.topic, .partition, .offset, .group,
@@ -305,6 +309,9 @@ func (c *Consumer) handle(ctx context.Context, i int, r *kgo.Record) error {
 			case <-time.After(wait):
 			}
 		}
+	}
+	if i > 0 && header(r, berthmsg.HeaderDLQGroup) != c.cfg.Group {
+		return nil // another group's retry: the retry topics are shared by the topic's groups
 	}
 	key := string(r.Key)
 	ordered := c.cfg.OrderedKeys && r.Key != nil
