@@ -23,6 +23,7 @@ import (
 	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
 	"github.com/berthmq/berth/pkg/berthmsg"
+	"github.com/berthmq/berth/pkg/breaker"
 	"github.com/berthmq/berth/pkg/worker"
 )
 
@@ -443,4 +444,75 @@ func TestWorkerShutdownReleases(t *testing.T) {
 		}
 		return errors.New("worker b has not accepted the job at delivery count 2")
 	})
+}
+
+// A worker's breaker: two failures open it; the jobs the worker holds
+// are then released with breaker.ErrOpen, unattempted, and it takes no
+// new ones until the breaker half-opens; the probe succeeds and every
+// job is accepted.
+func TestWorkerBreaker(t *testing.T) {
+	n := tc.Start(t,
+		tc.With("group.share.retry.backoff.initial.ms", "100"),
+		tc.With("group.share.retry.backoff.max.ms", "100"))
+	prod := queueSetup(t, n.Addr(), "jobs", "workers", "share.delivery.count.limit", "10")
+	l := newJobLog()
+	b := breaker.New(breaker.Options{Name: "carrier", Failures: 2, OpenFor: 500 * time.Millisecond})
+	var mu sync.Mutex
+	down := true
+	calls := 0
+	startWorker(t, n.Addr(), "workers", "jobs", "w", l, worker.Options{Concurrency: 1, Breaker: b}, func(ctx context.Context, r *kgo.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if down {
+			return errors.New("carrier API 503")
+		}
+		return nil
+	})
+	for i := range 6 {
+		produceSync(t, prod, &kgo.Record{Topic: "jobs", Key: []byte(fmt.Sprint("job-", i))})
+	}
+	poll.Until(t, 30*time.Second, func() error {
+		if b.State() != breaker.Open {
+			return errors.New("breaker not open yet")
+		}
+		return nil
+	})
+	mu.Lock()
+	opened := calls
+	down = false
+	mu.Unlock()
+	if opened != 2 {
+		t.Errorf("%d calls when the breaker opened, want 2", opened)
+	}
+	poll.Until(t, 30*time.Second, func() error {
+		accepted := 0
+		for i := range 6 {
+			for _, r := range l.resultsFor(fmt.Sprint("job-", i)) {
+				if r.Outcome == worker.Accepted {
+					accepted++
+				}
+			}
+		}
+		if accepted != 6 {
+			return fmt.Errorf("%d of 6 jobs accepted", accepted)
+		}
+		return nil
+	})
+	refused := 0
+	for i := range 6 {
+		for _, r := range l.resultsFor(fmt.Sprint("job-", i)) {
+			if errors.Is(r.Err, breaker.ErrOpen) {
+				refused++
+				if r.Outcome != worker.Released {
+					t.Errorf("a job refused by the open breaker was %v, want released", r.Outcome)
+				}
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 8 { // two failures, then the probe and five more: none while open
+		t.Errorf("%d handler calls, want 8 (2 failed, 6 accepted); %d jobs released by the open breaker", calls, refused)
+	}
 }
