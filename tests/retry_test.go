@@ -170,6 +170,15 @@ func TestRetryTopics(t *testing.T) {
 			t.Errorf("key %q lost", r.Key)
 		}
 	}
+	// `berth dlq` reads it as a work queue's dead-letter topic.
+	out, stderr, err := berthCLI(ctx, "", "dlq", "list", "-b", n.Addr())
+	if err != nil || !strings.Contains(out, "orders.dlq") {
+		t.Errorf("berth dlq list: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err = berthCLI(ctx, "", "dlq", "inspect", "orders.dlq", "-b", n.Addr())
+	if err != nil || !strings.Contains(out, "warehouse API 503") || !strings.Contains(out, "no such SKU") {
+		t.Errorf("berth dlq inspect orders.dlq: %v\n%s%s", err, out, stderr)
+	}
 	// The dead-letter topic is one `berth dlq` lists.
 	cfgs, err := tc.Admin(t, n.Addr()).DescribeTopicConfigs(ctx, "orders.dlq")
 	if err != nil {

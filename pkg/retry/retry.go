@@ -13,7 +13,8 @@
 // Copies carry the record's key, value and headers (its event-id among
 // them) and the dead-letter context headers Berth's share-group DLQ
 // writes (__dlq.errors.topic, .partition, .offset, .group,
-// .delivery.count, .message, .berth.reason, .berth.timestamp), so `berth
+// .delivery.count, .message, .berth.reason, .berth.timestamp,
+// .berth.client.error: the handler's error), so `berth
 // dlq` lists, inspects and redrives the dead-letter topic as it does a
 // work queue's (it is created with errors.deadletterqueue.group.enable=true).
 //
@@ -454,6 +455,7 @@ func (c *Consumer) copyOf(r *kgo.Record, i int, cause error, reason string) *kgo
 	hs = setHeader(hs, berthmsg.HeaderDLQGroup, c.cfg.Group)
 	hs = setHeader(hs, berthmsg.HeaderDLQDeliveryCount, strconv.Itoa(i+1))
 	hs = setHeader(hs, berthmsg.HeaderDLQMessage, msg)
+	hs = setHeader(hs, berthmsg.HeaderDLQClientError, msg) // what `berth dlq inspect` shows
 	hs = setHeader(hs, berthmsg.HeaderDLQReason, reason)
 	// The copy's timestamp is now: a retry topic's delay counts from it.
 	return &kgo.Record{Key: r.Key, Value: r.Value, Headers: hs, Timestamp: time.Now()}
