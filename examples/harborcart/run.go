@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
@@ -204,6 +205,7 @@ func up(ctx context.Context, args []string) error {
 	rate := fs.Float64("rate", 10, "orders per second the load generator places (0: none)")
 	workers := fs.Int("workers", 2, "shipment workers")
 	pids := fs.String("pids", "", "keep a file of the components' process ids (name pid per line), for fault drills")
+	drainFor := fs.Duration("drain", 2*time.Minute, "at Ctrl-C, how long to let the pipeline finish before stopping")
 	_ = fs.Parse(args)
 	if err := setup(ctx, &c); err != nil {
 		return err
@@ -246,46 +248,94 @@ func up(ctx context.Context, args []string) error {
 			os.Rename(tmp, *pids)
 		}
 	}
+	// The load stops at the first Ctrl-C; the rest runs until the
+	// pipeline has drained (at most --drain), or a second Ctrl-C.
+	rest, stopRest := context.WithCancel(context.Background())
+	defer stopRest()
 	var wg sync.WaitGroup
 	for name, cargs := range comps {
+		life := rest
+		if name == "load" {
+			life = ctx
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				cmd := exec.Command(self, append(append([]string{}, cargs...), base...)...)
-				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-				if err := cmd.Start(); err != nil {
-					fmt.Fprintf(os.Stderr, "up: starting %s: %v\n", name, err)
-					sleepCtx(ctx, time.Second)
-					continue
-				}
+			supervise(life, self, name, append(append([]string{}, cargs...), base...), func(pid int) {
 				mu.Lock()
-				running[name] = cmd.Process.Pid
+				running[name] = pid
 				writePids()
 				mu.Unlock()
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				select {
-				case err := <-done:
-					if ctx.Err() == nil {
-						fmt.Fprintf(os.Stderr, "up: %s exited (%v); restarting it\n", name, err)
-						sleepCtx(ctx, 500*time.Millisecond)
-					}
-				case <-ctx.Done():
-					cmd.Process.Signal(syscall.SIGTERM)
-					select {
-					case <-done:
-					case <-time.After(15 * time.Second):
-						cmd.Process.Kill()
-						<-done
-					}
-				}
-			}
+			})
 		}()
 	}
-	fmt.Printf("up: HarborCart running against %s (database %s); Ctrl-C stops; `harborcart check` verifies\n", c.brokers, dbName(&c))
+	fmt.Printf("up: HarborCart running against %s (database %s); Ctrl-C stops the orders, lets the pipeline drain, then stops; `harborcart check` verifies\n", c.brokers, dbName(&c))
+	<-ctx.Done()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	fmt.Printf("up: orders stopped; draining the pipeline (at most %v; Ctrl-C again stops now)\n", *drainFor)
+	if s, err := openStore(c.db, c.postgres); err == nil {
+		deadline := time.Now().Add(*drainFor)
+		said := time.Now()
+	drain:
+		for time.Now().Before(deadline) {
+			r, err := s.verify(context.Background())
+			if err == nil && r.missing == 0 {
+				fmt.Printf("up: drained: %d orders, every effect in place\n", r.orders)
+				break
+			}
+			if err == nil && time.Since(said) > 5*time.Second {
+				said = time.Now()
+				fmt.Printf("up: draining: %d effects to go (%s)\n", r.missing, strings.Join(r.examples, "; "))
+			}
+			select {
+			case <-again:
+				break drain
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		s.db.Close()
+	}
+	stopRest()
 	wg.Wait()
 	return ctx.Err()
+}
+
+// supervise runs the command until life is done, starting it again when
+// it exits; at the end it asks it to stop (SIGTERM), then kills it after
+// 15 s.
+func supervise(life context.Context, self, name string, args []string, started func(pid int)) {
+	for life.Err() == nil {
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		// Its own process group, so a Ctrl-C in the terminal reaches only
+		// up (which drains first); it dies with up.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "up: starting %s: %v\n", name, err)
+			sleepCtx(life, time.Second)
+			continue
+		}
+		started(cmd.Process.Pid)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if life.Err() == nil {
+				fmt.Fprintf(os.Stderr, "up: %s exited (%v); restarting it\n", name, err)
+				sleepCtx(life, 500*time.Millisecond)
+			}
+		case <-life.Done():
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		}
+	}
 }
 
 func dbName(c *common) string {
