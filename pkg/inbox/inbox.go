@@ -58,7 +58,7 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.Table == "" {
 		cfg.Table = "berth_inbox"
 	}
-	if !validTable(cfg.Table) {
+	if !outbox.ValidTableName(cfg.Table) {
 		return nil, fmt.Errorf("inbox: table name %q: use lower-case letters, digits and underscores", cfg.Table)
 	}
 	if cfg.Dialect != outbox.SQLite && cfg.Dialect != outbox.Postgres {
@@ -85,12 +85,7 @@ func (ib *Inbox) Migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func (ib *Inbox) ph(i int) string {
-	if ib.cfg.Dialect == outbox.Postgres {
-		return "$" + strconv.Itoa(i)
-	}
-	return "?"
-}
+func (ib *Inbox) ph(i int) string { return ib.cfg.Dialect.Placeholder(i) }
 
 // Handle runs fn in tx unless consumer already handled eventID: it first
 // records (consumer, eventID) in tx; if the pair is there (a committed
@@ -171,19 +166,4 @@ func (ib *Inbox) Prune(ctx context.Context, db *sql.DB, window time.Duration) (i
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
-}
-
-func validTable(t string) bool {
-	if t == "" || len(t) > 48 {
-		return false
-	}
-	for i, c := range t {
-		switch {
-		case c == '_', c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -37,8 +37,9 @@ func (d Dialect) String() string {
 	return "Dialect(" + strconv.Itoa(int(d)) + ")"
 }
 
-// ph returns the i-th (1-based) placeholder.
-func (d Dialect) ph(i int) string {
+// Placeholder returns the i-th (1-based) query parameter's placeholder:
+// $i on PostgreSQL, ? on SQLite.
+func (d Dialect) Placeholder(i int) string {
 	if d == Postgres {
 		return "$" + strconv.Itoa(i)
 	}
@@ -52,7 +53,7 @@ func (d Dialect) list(from, n int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(d.ph(from + i))
+		b.WriteString(d.Placeholder(from + i))
 	}
 	return b.String()
 }
@@ -106,8 +107,11 @@ func (d Dialect) schema(t string) []string {
 	}
 }
 
-// validTable reports whether t can name a table unquoted.
-func validTable(t string) bool {
+// ValidTableName reports whether t can name an outbox's (or an inbox's)
+// table: lower-case letters, digits and underscores, a letter or
+// underscore first, at most 48 characters, so it needs no quoting in
+// either dialect.
+func ValidTableName(t string) bool {
 	if t == "" || len(t) > 48 {
 		return false
 	}

@@ -41,7 +41,7 @@ func New(cfg Config) (*Outbox, error) {
 	if cfg.Shards == 0 {
 		cfg.Shards = 16
 	}
-	if !validTable(cfg.Table) {
+	if !ValidTableName(cfg.Table) {
 		return nil, fmt.Errorf("outbox: table name %q: use lower-case letters, digits and underscores", cfg.Table)
 	}
 	if cfg.Shards < 1 || cfg.Shards > 4096 {
@@ -64,7 +64,7 @@ func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("outbox: migrate: %w", err)
 		}
 	}
-	insert := fmt.Sprintf(`INSERT INTO %s_shards (shard) VALUES (%s) ON CONFLICT (shard) DO NOTHING`, o.cfg.Table, o.cfg.Dialect.ph(1))
+	insert := fmt.Sprintf(`INSERT INTO %s_shards (shard) VALUES (%s) ON CONFLICT (shard) DO NOTHING`, o.cfg.Table, o.cfg.Dialect.Placeholder(1))
 	for s := range o.cfg.Shards {
 		if _, err := db.ExecContext(ctx, insert, s); err != nil {
 			return fmt.Errorf("outbox: migrate: shard %d: %w", s, err)

@@ -255,7 +255,7 @@ func (r *Relay) readRows(ctx context.Context, q querier, shards []int) ([]row, e
 	parts := make([]string, len(shards))
 	for i := range shards {
 		parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT id, shard, topic, msg_key, msg_value, headers FROM %s
-WHERE sent_ms IS NULL AND shard = %s ORDER BY id LIMIT %d) s%d`, r.t, d.ph(i+1), per, i)
+WHERE sent_ms IS NULL AND shard = %s ORDER BY id LIMIT %d) s%d`, r.t, d.Placeholder(i+1), per, i)
 	}
 	rs, err := q.QueryContext(ctx, strings.Join(parts, "\nUNION ALL\n"), ints(shards)...)
 	if err != nil {
@@ -335,10 +335,10 @@ func (r *Relay) markSent(ctx context.Context, tx *sql.Tx, ids []int64, owner str
 		for _, id := range ids[:n] {
 			args = append(args, id)
 		}
-		q := fmt.Sprintf(`UPDATE %s SET sent_ms = %s WHERE id IN (%s)`, r.t, d.ph(1), d.list(2, n))
+		q := fmt.Sprintf(`UPDATE %s SET sent_ms = %s WHERE id IN (%s)`, r.t, d.Placeholder(1), d.list(2, n))
 		if owner != "" {
 			q += fmt.Sprintf(` AND EXISTS (SELECT 1 FROM %[1]s_shards s WHERE s.shard = %[1]s.shard AND s.owner = %[2]s AND s.lease_until_ms >= %[3]s)`,
-				r.t, d.ph(n+2), d.ph(n+3))
+				r.t, d.Placeholder(n+2), d.Placeholder(n+3))
 			args = append(args, owner, now)
 		}
 		res, err := tx.ExecContext(ctx, q, args...)
@@ -372,7 +372,7 @@ func (r *Relay) maybePrune(ctx context.Context) {
 // Prune deletes the rows sent more than keep ago and returns how many.
 func (r *Relay) Prune(ctx context.Context, keep time.Duration) (int64, error) {
 	d := r.ob.cfg.Dialect
-	res, err := r.db.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE sent_ms IS NOT NULL AND sent_ms < %s`, r.t, d.ph(1)),
+	res, err := r.db.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE sent_ms IS NOT NULL AND sent_ms < %s`, r.t, d.Placeholder(1)),
 		time.Now().Add(-keep).UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("outbox: prune: %w", err)
