@@ -124,9 +124,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		case n == 0:
 			backoff = 0
 			wait = r.opts.Idle
-			r.maybePrune(ctx)
 		default:
 			backoff = 0
+		}
+		if err == nil {
+			r.maybePrune(ctx) // once a minute, busy or not
 		}
 		if wait > 0 {
 			select {
