@@ -169,6 +169,13 @@ func TestOutboxRelay(t *testing.T) {
 			}
 			recs := consumeN(t, n.Addr(), "orders", total)
 			checkOrderEvents(t, recs, writers*keysEach, perKey)
+			// Sent rows go once older than the window; unsent ones never.
+			if pruned, err := relays[0].Prune(ctx, time.Hour); err != nil || pruned != 0 {
+				t.Fatalf("Prune(1h) right after sending: %d, %v", pruned, err)
+			}
+			if pruned, err := relays[0].Prune(ctx, -time.Second); err != nil || pruned != total {
+				t.Fatalf("Prune of every sent row: %d, %v; want %d", pruned, err, total)
+			}
 
 			// The inbox: every record delivered twice, one email each.
 			ib, err := inbox.New(inbox.Config{Dialect: d.dialect})
