@@ -278,6 +278,8 @@ func (c *Consumer) consume(ctx context.Context, i int) error {
 		})
 		var done []*kgo.Record
 		fs.EachRecord(func(r *kgo.Record) {
+			// handle fails only when ctx is done: nothing after a
+			// failure is handled, so nothing past it is committed.
 			if ctx.Err() != nil {
 				return
 			}
@@ -412,8 +414,8 @@ func (c *Consumer) forward(ctx context.Context, i int, r *kgo.Record, cause erro
 	out := c.copyOf(r, i, cause, reasonRetry)
 	out.Topic = next
 	out.Headers = setHeader(out.Headers, headerHeld, map[bool]string{true: "1", false: "0"}[held])
-	if err := c.prod.ProduceSync(ctx, out).FirstErr(); err != nil {
-		return fmt.Errorf("retry: to %s: %w", next, err)
+	if err := c.produce(ctx, out); err != nil {
+		return err
 	}
 	if !held {
 		c.count(&c.counts.retried)
@@ -429,13 +431,37 @@ func (c *Consumer) deadLetter(ctx context.Context, i int, r *kgo.Record, cause e
 	}
 	out := c.copyOf(r, i, cause, reason)
 	out.Topic = c.cfg.DLQTopic
-	if err := c.prod.ProduceSync(ctx, out).FirstErr(); err != nil {
-		return fmt.Errorf("retry: to %s: %w", c.cfg.DLQTopic, err)
+	if err := c.produce(ctx, out); err != nil {
+		return err
 	}
 	c.count(&c.counts.dead)
 	c.log.Warn("retry: record dead-lettered", "dlq", c.cfg.DLQTopic, "source_topic", header(r, berthmsg.HeaderDLQTopic),
 		"attempts", i+1, "reason", reason, "err", cause)
 	return nil
+}
+
+// produce writes a copy, trying again (with a growing pause, up to 5 s)
+// until it is written or ctx is done: the source record's offset is
+// committed only after its copy is written, and a record after it in its
+// partition may not be committed before it, so a copy is never given up.
+func (c *Consumer) produce(ctx context.Context, out *kgo.Record) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := c.prod.ProduceSync(ctx, out).FirstErr()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("retry: to %s: %w", out.Topic, err)
+		}
+		c.log.Warn("retry: writing a copy failed; trying again", "topic", out.Topic, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // copyOf is r with the dead-letter context headers: where it came from
