@@ -17,6 +17,7 @@ import (
 
 	"github.com/berthmq/berth/internal/poll"
 	tc "github.com/berthmq/berth/internal/testcluster"
+	"github.com/berthmq/berth/internal/testpg"
 )
 
 // HarborCart end to end on three brokers while its parts die: the order
@@ -26,20 +27,22 @@ import (
 // orders stop, `harborcart check` finds every order with exactly one
 // email, one revenue contribution, one shipment and its fraud flag.
 //
-// About a minute, most of it waiting out the killed members' sessions and
-// job locks: a drill, run with BERTH_HARBORCART_DRILL=1 (set a count to
-// repeat it: BERTH_HARBORCART_DRILL=3).
+// Once on SQLite and once on PostgreSQL, one to two minutes each, most
+// of it waiting out the killed members' sessions and job locks: a drill,
+// run with BERTH_HARBORCART_DRILL=1 (a count repeats it:
+// BERTH_HARBORCART_DRILL=3).
 func TestHarborCartSurvivesKills(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv("BERTH_HARBORCART_DRILL"))
 	if runs <= 0 {
-		t.Skip("a chaos drill of about a minute: set BERTH_HARBORCART_DRILL=1 to run it")
+		t.Skip("a chaos drill of a few minutes: set BERTH_HARBORCART_DRILL=1 to run it")
 	}
 	for i := range runs {
-		t.Run(fmt.Sprint("run-", i+1), harborCartDrill)
+		t.Run(fmt.Sprint("sqlite-", i+1), func(t *testing.T) { harborCartDrill(t, false) })
+		t.Run(fmt.Sprint("postgres-", i+1), func(t *testing.T) { harborCartDrill(t, true) })
 	}
 }
 
-func harborCartDrill(t *testing.T) {
+func harborCartDrill(t *testing.T, postgres bool) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "harborcart")
 	build := exec.Command("go", "build", "-o", bin, "./examples/harborcart")
@@ -59,6 +62,9 @@ func harborCartDrill(t *testing.T) {
 	db := filepath.Join(dir, "harborcart.db")
 	pids := filepath.Join(dir, "pids")
 	common := []string{"--brokers", brokers, "--db", db, "--http", httpAddr}
+	if postgres {
+		common = append(common, "--postgres", testpg.Start(t).DSN)
+	}
 	out := &lockedBuffer{}
 	up := exec.Command(bin, append([]string{"up", "--rate", "25", "--pids", pids}, common...)...)
 	up.Stdout, up.Stderr = out, out
