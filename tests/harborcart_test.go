@@ -82,6 +82,11 @@ func harborCartDrill(t *testing.T, postgres bool) {
 		}
 		if t.Failed() || os.Getenv("BERTH_HARBORCART_VERBOSE") != "" {
 			t.Logf("harborcart up:\n%s", tail(out.String(), 80))
+			// The whole output, and the brokers' logs, stay for a look.
+			keep := filepath.Join(os.TempDir(), fmt.Sprintf("harborcart-drill-%d.log", time.Now().UnixNano()))
+			if os.WriteFile(keep, []byte(out.String()), 0o644) == nil {
+				t.Logf("harborcart up's whole output: %s; the brokers' logs: %s", keep, c.Dir)
+			}
 		}
 	})
 	pidOf := func(name string) int {

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // loadCmd places orders through the order service at --rate per second.
@@ -91,6 +94,9 @@ func checkCmd(ctx context.Context, args []string) error {
 		}
 		if r.missing == 0 || r.duplicated > 0 || time.Now().After(deadline) {
 			fmt.Print(r)
+			if r.missing > 0 {
+				explainMissing(ctx, &c, r)
+			}
 			if r.missing > 0 || r.duplicated > 0 || r.stray > 0 {
 				return fmt.Errorf("%d effects missing, %d duplicated, %d for orders that do not exist", r.missing, r.duplicated, r.stray)
 			}
@@ -112,6 +118,7 @@ type report struct {
 	missing, duplicated, stray       int
 	emails, revenue, shipments, flag int
 	examples                         []string
+	missingIDs                       map[string]bool // orders with an effect missing
 }
 
 func (r report) String() string {
@@ -179,6 +186,10 @@ func (s *store) verify(ctx context.Context) (report, error) {
 			switch got := counts[id]; {
 			case got < want:
 				r.missing++
+				if r.missingIDs == nil {
+					r.missingIDs = map[string]bool{}
+				}
+				r.missingIDs[id] = true
 				if len(r.examples) < 5 {
 					r.examples = append(r.examples, fmt.Sprintf("%s: no %s row yet", id, e.table))
 				}
@@ -343,4 +354,54 @@ func dbName(c *common) string {
 		return "PostgreSQL"
 	}
 	return c.db
+}
+
+// explainMissing looks for the orders with a missing effect in the
+// dead-letter topic: a job or a record that failed every attempt is
+// there, with the reason (berth dlq inspect dlq.orders shows it).
+func explainMissing(ctx context.Context, c *common, r report) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumeTopics(dlqTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, dlqTopic)
+	if err != nil {
+		fmt.Printf("check: cannot read %s: %v\n", dlqTopic, err)
+		return
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	found := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(rec *kgo.Record) {
+			if rec.Offset+1 >= left[rec.Partition] {
+				delete(left, rec.Partition)
+			}
+			var o Order
+			if json.Unmarshal(rec.Value, &o) == nil && r.missingIDs[o.ID] {
+				found++
+				reason, group := "", ""
+				for _, h := range rec.Headers {
+					switch h.Key {
+					case "__dlq.errors.berth.reason":
+						reason = string(h.Value)
+					case "__dlq.errors.group":
+						group = string(h.Value)
+					}
+				}
+				fmt.Printf("check: %s is in %s (group %s, %s)\n", o.ID, dlqTopic, group, reason)
+			}
+		})
+	}
+	fmt.Printf("check: %d of the %d orders with a missing effect are in %s\n", found, len(r.missingIDs), dlqTopic)
 }
