@@ -330,7 +330,9 @@ func (c *Consumer) handle(ctx context.Context, i int, r *kgo.Record) error {
 			c.mu.Unlock()
 			c.count(&c.counts.held)
 			return c.forward(ctx, i, r, errors.New("held back: an earlier record of its key is in retry"), true)
-		case i > 0 && len(q) > 0 && q[0] != id && slices.Contains(q, id):
+		case i > 0 && i < len(c.tiers)-1 && len(q) > 0 && q[0] != id && slices.Contains(q, id):
+			// (In the last retry topic the earlier record was ahead of
+			// it in the same partition, so it is done by now.)
 			// An earlier record of the key is further along: follow it.
 			c.mu.Unlock()
 			return c.forward(ctx, i, r, errors.New("held back: an earlier record of its key is in retry"), true)
