@@ -27,17 +27,7 @@ func BenchmarkOutboxRelay(b *testing.B) {
 	for _, d := range outboxDBs {
 		for _, relays := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s/relays=%d", d.name, relays), func(b *testing.B) {
-				db := d.open(b)
-				n := tc.Start(b)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-				defer cancel()
-				if _, err := tc.Admin(b, n.Addr()).CreateTopic(ctx, 8, 1, nil, "orders"); err != nil {
-					b.Fatal(err)
-				}
-				ob, _ := outbox.New(outbox.Config{Dialect: d.dialect})
-				if err := ob.Migrate(ctx, db); err != nil {
-					b.Fatal(err)
-				}
+				ctx, db, n, ob := outboxBench(b, d)
 				fillOutbox(b, ctx, db, ob, b.N)
 				rctx, stop := context.WithCancel(ctx)
 				var wg sync.WaitGroup
@@ -102,6 +92,27 @@ func BenchmarkOutboxDirectProduce(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rows/s")
 }
 
+// outboxBench is a benchmark's setup: the database, a node with the
+// topic orders (8 partitions), the outbox's tables, a 20-minute context.
+func outboxBench(b *testing.B, d outboxDB) (context.Context, *sql.DB, *tc.Node, *outbox.Outbox) {
+	b.Helper()
+	db := d.open(b)
+	n := tc.Start(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	b.Cleanup(cancel)
+	if _, err := tc.Admin(b, n.Addr()).CreateTopic(ctx, 8, 1, nil, "orders"); err != nil {
+		b.Fatal(err)
+	}
+	ob, err := outbox.New(outbox.Config{Dialect: d.dialect})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ob.Migrate(ctx, db); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, db, n, ob
+}
+
 func fillOutbox(b *testing.B, ctx context.Context, db *sql.DB, ob *outbox.Outbox, rows int) {
 	b.Helper()
 	value := make([]byte, 1024)
@@ -132,17 +143,7 @@ func BenchmarkOrderPipeline(b *testing.B) {
 	for _, d := range outboxDBs {
 		for _, mode := range []string{"direct", "outbox/relays=1", "outbox/relays=4"} {
 			b.Run(d.name+"/"+mode, func(b *testing.B) {
-				db := d.open(b)
-				n := tc.Start(b)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-				defer cancel()
-				if _, err := tc.Admin(b, n.Addr()).CreateTopic(ctx, 8, 1, nil, "orders"); err != nil {
-					b.Fatal(err)
-				}
-				ob, _ := outbox.New(outbox.Config{Dialect: d.dialect})
-				if err := ob.Migrate(ctx, db); err != nil {
-					b.Fatal(err)
-				}
+				ctx, db, n, ob := outboxBench(b, d)
 				if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id TEXT PRIMARY KEY, total BIGINT NOT NULL)`); err != nil {
 					b.Fatal(err)
 				}
@@ -249,18 +250,8 @@ func BenchmarkOrderLatency(b *testing.B) {
 	for _, d := range outboxDBs {
 		for _, mode := range []string{"direct", "outbox/idle=50ms", "outbox/idle=5ms"} {
 			b.Run(d.name+"/"+mode, func(b *testing.B) {
-				db := d.open(b)
-				n := tc.Start(b)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-				defer cancel()
-				if _, err := tc.Admin(b, n.Addr()).CreateTopic(ctx, 8, 1, nil, "orders"); err != nil {
-					b.Fatal(err)
-				}
-				ob, _ := outbox.New(outbox.Config{Dialect: d.dialect})
+				ctx, db, n, ob := outboxBench(b, d)
 				ib, _ := inbox.New(inbox.Config{Dialect: d.dialect})
-				if err := ob.Migrate(ctx, db); err != nil {
-					b.Fatal(err)
-				}
 				if err := ib.Migrate(ctx, db); err != nil {
 					b.Fatal(err)
 				}

@@ -61,49 +61,31 @@ func (d Dialect) list(from, n int) string {
 // schema returns the statements that create the tables of an outbox
 // whose table is t.
 func (d Dialect) schema(t string) []string {
-	switch d {
-	case Postgres:
-		return []string{
-			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	id BIGSERIAL PRIMARY KEY,
+	// The dialects differ in the id column and the types' names. On
+	// SQLite, AUTOINCREMENT keeps ids from being reused, so they keep the
+	// order of insertion even after sent rows are pruned.
+	id, bytes, long := "BIGSERIAL PRIMARY KEY", "BYTEA", "BIGINT"
+	if d == SQLite {
+		id, bytes, long = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "INTEGER"
+	}
+	return []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
+	id %[2]s,
 	shard INTEGER NOT NULL,
 	topic TEXT NOT NULL,
-	msg_key BYTEA,
-	msg_value BYTEA,
-	headers BYTEA,
-	created_ms BIGINT NOT NULL,
-	sent_ms BIGINT
-)`, t),
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_unsent ON %s (shard, id) WHERE sent_ms IS NULL`, t, t),
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_sent ON %s (sent_ms) WHERE sent_ms IS NOT NULL`, t, t),
-			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s_shards (
+	msg_key %[3]s,
+	msg_value %[3]s,
+	headers %[3]s,
+	created_ms %[4]s NOT NULL,
+	sent_ms %[4]s
+)`, t, id, bytes, long),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_unsent ON %[1]s (shard, id) WHERE sent_ms IS NULL`, t),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_sent ON %[1]s (sent_ms) WHERE sent_ms IS NOT NULL`, t),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s_shards (
 	shard INTEGER PRIMARY KEY,
 	owner TEXT,
-	lease_until_ms BIGINT
-)`, t),
-		}
-	default:
-		return []string{
-			// AUTOINCREMENT: ids are never reused, so they keep the order
-			// of insertion even after sent rows are pruned.
-			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	id INTEGER PRIMARY KEY AUTOINCREMENT,
-	shard INTEGER NOT NULL,
-	topic TEXT NOT NULL,
-	msg_key BLOB,
-	msg_value BLOB,
-	headers BLOB,
-	created_ms INTEGER NOT NULL,
-	sent_ms INTEGER
-)`, t),
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_unsent ON %s (shard, id) WHERE sent_ms IS NULL`, t, t),
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s_sent ON %s (sent_ms) WHERE sent_ms IS NOT NULL`, t, t),
-			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s_shards (
-	shard INTEGER PRIMARY KEY,
-	owner TEXT,
-	lease_until_ms INTEGER
-)`, t),
-		}
+	lease_until_ms %[2]s
+)`, t, long),
 	}
 }
 
