@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,12 +77,14 @@ func TestRetryTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &handledLog{attempts: map[string]int{}}
+	var healed atomic.Bool // the warehouse API is back: what failed succeeds after a redrive
 	c := startRetry(t, n.Addr(), retry.Config{Topic: "orders", Group: "fulfilment",
 		Delays: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}},
 		func(ctx context.Context, r *kgo.Record) error {
 			v := string(r.Value)
 			a := l.attempt(v)
 			switch {
+			case healed.Load():
 			case v == "flaky" && a < 3:
 				return fmt.Errorf("warehouse API timeout (attempt %d)", a)
 			case v == "doomed":
@@ -192,6 +196,43 @@ func TestRetryTopics(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("orders.dlq lacks %s=true", berthmsg.TopicConfigDLQGroupEnable)
+	}
+	// Once the cause is fixed, `berth dlq redrive` sends the dead records
+	// back to orders, where the group handles them; every group of the
+	// topic reads them again (an inbox makes that harmless).
+	healed.Store(true)
+	out, stderr, err = berthCLI(ctx, "", "dlq", "redrive", "orders.dlq", "-b", n.Addr())
+	if err != nil {
+		t.Fatalf("berth dlq redrive orders.dlq: %v\n%s%s", err, out, stderr)
+	}
+	poll.Until(t, 30*time.Second, func() error {
+		got := l.snapshot()
+		if len(got) != 6 || !slices.Contains(got, "doomed") || !slices.Contains(got, "bad") {
+			return fmt.Errorf("handled %v, want doomed and bad too after the redrive", got)
+		}
+		if got := other.snapshot(); len(got) != 8 {
+			return fmt.Errorf("the other group handled %v, want doomed and bad a second time", got)
+		}
+		return nil
+	})
+	if st := c.Stats(); st.Dead != 2 {
+		t.Errorf("stats %+v after the redrive, want still 2 dead-lettered", st)
+	}
+	// The redriven copies are the dead ones, with the redrive counted.
+	back := consumeN(t, n.Addr(), "orders", 8)
+	redriven := 0
+	for _, r := range back {
+		for _, h := range r.Headers {
+			if h.Key == berthmsg.HeaderDLQRedriveCount && string(h.Value) == "1" {
+				redriven++
+			}
+			if strings.HasPrefix(h.Key, "__dlq.errors.") && h.Key != berthmsg.HeaderDLQRedriveCount {
+				t.Errorf("redriven %s carries %s", r.Value, h.Key)
+			}
+		}
+	}
+	if redriven != 2 {
+		t.Errorf("%d records in orders carry %s=1, want the 2 redriven", redriven, berthmsg.HeaderDLQRedriveCount)
 	}
 }
 
