@@ -306,7 +306,13 @@ func workerCmd(ctx context.Context, args []string) error {
 		})
 		return err
 	}, worker.Options{Group: shipGroup, Topics: []string{ordersTopic}, Concurrency: 8, Logger: log,
-		Breaker: breaker.New(breaker.Options{Name: "warehouse-db", Logger: log})},
+		Breaker: breaker.New(breaker.Options{Name: "warehouse-db", Logger: log}),
+		OnDone: func(res worker.Result) {
+			if res.Err != nil { // released for a later attempt, or rejected: say why
+				log.Warn("shipment job failed", "outcome", res.Outcome, "partition", res.Record.Partition, "offset", res.Record.Offset,
+					"delivery", res.Record.DeliveryCount(), "took", res.Took.Round(time.Millisecond), "err", res.Err)
+			}
+		}},
 		kgo.SeedBrokers(c.seeds()...))
 	if err != nil {
 		return err

@@ -19,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
 // loadCmd places orders through the order service at --rate per second.
@@ -390,16 +392,16 @@ func explainMissing(ctx context.Context, c *common, r report) {
 			var o Order
 			if json.Unmarshal(rec.Value, &o) == nil && r.missingIDs[o.ID] {
 				found++
-				reason, group := "", ""
-				for _, h := range rec.Headers {
-					switch h.Key {
-					case "__dlq.errors.berth.reason":
-						reason = string(h.Value)
-					case "__dlq.errors.group":
-						group = string(h.Value)
-					}
+				h := map[string]string{}
+				for _, x := range rec.Headers {
+					h[x.Key] = string(x.Value)
 				}
-				fmt.Printf("check: %s is in %s (group %s, %s)\n", o.ID, dlqTopic, group, reason)
+				why := h[berthmsg.HeaderDLQReason]
+				if e := h[berthmsg.HeaderDLQClientError]; e != "" {
+					why += ": " + e
+				}
+				fmt.Printf("check: %s is in %s (group %s, %s/%s@%s, %s deliveries, %s)\n", o.ID, dlqTopic, h[berthmsg.HeaderDLQGroup],
+					h[berthmsg.HeaderDLQTopic], h[berthmsg.HeaderDLQPartition], h[berthmsg.HeaderDLQOffset], h[berthmsg.HeaderDLQDeliveryCount], why)
 			}
 		})
 	}
