@@ -164,6 +164,64 @@ func TestShareFetchAndAcknowledgeErrors(t *testing.T) {
 	// Offsets below the start offset are finished: acks of them are ignored.
 	ackPart("accept a finished record again", 0, topicID, 1, nil, ackBatch(0, 0, 1))
 
+	// A fetch that acknowledges partition 0 and forgets it in one request
+	// (kgo does so when the partition's assignment moves) leaves it out of
+	// the session: nothing more is acquired for it, not in this response
+	// and not in the next, where the client would discard it.
+	for _, v := range []string{"job2", "job3"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "q", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = fetch("m1", epoch, 10000)
+	epoch++
+	if gp := got.Topics[0].Partitions[0]; len(gp.AcquiredRecords) != 1 || gp.AcquiredRecords[0].FirstOffset != 1 {
+		t.Fatalf("acquired %+v, want offsets 1-2", gp.AcquiredRecords)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "q", Value: []byte("job4")}).FirstErr(); err != nil {
+		t.Fatal(err) // available to acquire: the session must not take it
+	}
+	leave := kmsg.NewPtrShareFetchRequest()
+	leave.Version, leave.GroupID, leave.MemberID, leave.ShareSessionEpoch = 1, strp("g"), strp("m1"), epoch
+	leave.MinBytes, leave.MaxRecords, leave.BatchSize = 1, 100, 100
+	lt := kmsg.NewShareFetchRequestTopic()
+	lt.TopicID = topicID
+	lp := kmsg.NewShareFetchRequestTopicPartition()
+	lp.AcknowledgementBatches = []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 1, LastOffset: 2, AcknowledgeTypes: []int8{1}}}
+	lt.Partitions = append(lt.Partitions, lp)
+	leave.Topics = append(leave.Topics, lt)
+	leave.ForgottenTopicsData = append(leave.ForgottenTopicsData, kmsg.ShareFetchRequestForgottenTopicsData{TopicID: topicID, Partitions: []int32{0}})
+	lresp, err := leave.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch++
+	want("acknowledge and forget", lresp.ErrorCode, nil)
+	for _, rt := range lresp.Topics {
+		for _, rp := range rt.Partitions {
+			want("the forgotten partition's acknowledgement", rp.AcknowledgeErrorCode, nil)
+			if len(rp.AcquiredRecords) > 0 {
+				t.Errorf("acquired %+v for the partition just forgotten", rp.AcquiredRecords)
+			}
+		}
+	}
+	empty := kmsg.NewPtrShareFetchRequest()
+	empty.Version, empty.GroupID, empty.MemberID, empty.ShareSessionEpoch = 1, strp("g"), strp("m1"), epoch
+	empty.MinBytes, empty.MaxRecords, empty.BatchSize = 1, 100, 100
+	eresp, err := empty.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch++
+	want("fetch after forgetting", eresp.ErrorCode, nil)
+	for _, rt := range eresp.Topics {
+		for _, rp := range rt.Partitions {
+			if len(rp.AcquiredRecords) > 0 {
+				t.Errorf("acquired %+v from a session without partitions", rp.AcquiredRecords)
+			}
+		}
+	}
+
 	// -1 closes the session; the next request finds none.
 	want("close", ack(shareAck("g", "m1", -1, topicID, 0, 1)).ErrorCode, nil)
 	want("after close", ack(shareAck("g", "m1", epoch, topicID, 0, 1)).ErrorCode, kerr.ShareSessionNotFound)

@@ -40,8 +40,10 @@ type Sessions struct {
 // Fetch checks and advances the session of a ShareFetch with epoch:
 // 0 opens a new session (replacing any), -1 closes it (closed reports
 // it), any other must be the session's next epoch. add and forget
-// change the session's partitions; parts is the session's partitions
-// after the request.
+// change the session's partitions, add first as Kafka does: a partition
+// in both (named in the request only to carry its last acknowledgements)
+// leaves the session, and no records are acquired for it that the client
+// would discard. parts is the session's partitions after the request.
 func (s *Sessions) Fetch(group, member string, epoch int32, add, forget []SessionPartition) (parts []SessionPartition, closed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,14 +61,6 @@ func (s *Sessions) Fetch(group, member string, epoch int32, add, forget []Sessio
 	case epoch != ss.epoch:
 		return nil, false, ErrInvalidSessionEpoch
 	}
-	for _, f := range forget {
-		for i, p := range ss.parts {
-			if p == f {
-				ss.parts = append(ss.parts[:i], ss.parts[i+1:]...)
-				break
-			}
-		}
-	}
 	for _, a := range add {
 		found := false
 		for _, p := range ss.parts {
@@ -77,6 +71,14 @@ func (s *Sessions) Fetch(group, member string, epoch int32, add, forget []Sessio
 		}
 		if !found {
 			ss.parts = append(ss.parts, a)
+		}
+	}
+	for _, f := range forget {
+		for i, p := range ss.parts {
+			if p == f {
+				ss.parts = append(ss.parts[:i], ss.parts[i+1:]...)
+				break
+			}
 		}
 	}
 	ss.epoch = next(ss.epoch)

@@ -129,7 +129,8 @@ type Worker struct {
 // in kgo.MaxVersions, a wrapper around the dialer (kgo.Dialer, or kgo's
 // own with kgo.DialTLSConfig) through which it learns its member ID, and
 // a kgo.ShareAckCallback that logs refused acknowledgements (replacing
-// one given in opts).
+// one given in opts) and, unless opts give a logger, kgo.WithLogger
+// passing the client's warnings and errors to Options.Logger.
 func New(h Handler, o Options, opts ...kgo.Opt) (*Worker, error) {
 	if h == nil {
 		return nil, errors.New("worker: nil handler")
@@ -156,6 +157,11 @@ func New(h Handler, o Options, opts ...kgo.Opt) (*Worker, error) {
 	}
 	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
 	versions, _ := probe.OptValue(kgo.MaxVersions).(*kversion.Versions)
+	if l, _ := probe.OptValue(kgo.WithLogger).(kgo.Logger); l == nil || l.Level() == kgo.LogLevelNone {
+		// The client's own warnings (records it had to give back, lost
+		// sessions) belong in the worker's log.
+		opts = append(opts[:len(opts):len(opts)], kgo.WithLogger(kgoLogger{o.Logger}))
+	}
 	probe.Close()
 	m := &memberID{group: o.Group}
 	all := append(append([]kgo.Opt(nil), opts...),
@@ -380,4 +386,17 @@ func (w *Worker) call(ctx context.Context, r *kgo.Record) (err error) {
 		}
 	}()
 	return w.h(ctx, r)
+}
+
+// kgoLogger passes the kgo client's warnings and errors to a slog.Logger.
+type kgoLogger struct{ l *slog.Logger }
+
+func (kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelWarn
+	if level == kgo.LogLevelError {
+		lv = slog.LevelError
+	}
+	k.l.Log(context.Background(), lv, "kgo: "+msg, keyvals...)
 }
