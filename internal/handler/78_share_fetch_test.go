@@ -50,8 +50,8 @@ func TestShareFetchAndAcknowledgeErrors(t *testing.T) {
 	}
 	topicID := mresp.Topics[0].TopicID
 
-	fetch := func(member string, epoch int32, wait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
-		t.Helper()
+	// fetchReq is a ShareFetch of partition 0 carrying acks.
+	fetchReq := func(member string, epoch int32, wait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchRequest {
 		r := kmsg.NewPtrShareFetchRequest()
 		r.Version, r.GroupID, r.MemberID, r.ShareSessionEpoch = 1, strp("g"), strp(member), epoch
 		r.MaxWaitMillis, r.MinBytes, r.MaxRecords, r.BatchSize = wait, 1, 100, 100
@@ -61,11 +61,19 @@ func TestShareFetchAndAcknowledgeErrors(t *testing.T) {
 		rp.AcknowledgementBatches = acks
 		rt.Partitions = append(rt.Partitions, rp)
 		r.Topics = append(r.Topics, rt)
+		return r
+	}
+	send := func(r *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+		t.Helper()
 		resp, err := r.RequestWith(ctx, cl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp
+	}
+	fetch := func(member string, epoch int32, wait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		return send(fetchReq(member, epoch, wait, acks...))
 	}
 	ack := func(r *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 		t.Helper()
@@ -181,48 +189,40 @@ func TestShareFetchAndAcknowledgeErrors(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "q", Value: []byte("job4")}).FirstErr(); err != nil {
 		t.Fatal(err) // available to acquire: the session must not take it
 	}
-	leave := kmsg.NewPtrShareFetchRequest()
-	leave.Version, leave.GroupID, leave.MemberID, leave.ShareSessionEpoch = 1, strp("g"), strp("m1"), epoch
-	leave.MinBytes, leave.MaxRecords, leave.BatchSize = 1, 100, 100
-	lt := kmsg.NewShareFetchRequestTopic()
-	lt.TopicID = topicID
-	lp := kmsg.NewShareFetchRequestTopicPartition()
-	lp.AcknowledgementBatches = []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 1, LastOffset: 2, AcknowledgeTypes: []int8{1}}}
-	lt.Partitions = append(lt.Partitions, lp)
-	leave.Topics = append(leave.Topics, lt)
+	leave := fetchReq("m1", epoch, 0, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 1, LastOffset: 2, AcknowledgeTypes: []int8{1}})
 	leave.ForgottenTopicsData = append(leave.ForgottenTopicsData, kmsg.ShareFetchRequestForgottenTopicsData{TopicID: topicID, Partitions: []int32{0}})
-	lresp, err := leave.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lresp := send(leave)
 	epoch++
 	want("acknowledge and forget", lresp.ErrorCode, nil)
 	for _, rt := range lresp.Topics {
 		for _, rp := range rt.Partitions {
 			want("the forgotten partition's acknowledgement", rp.AcknowledgeErrorCode, nil)
-			if len(rp.AcquiredRecords) > 0 {
-				t.Errorf("acquired %+v for the partition just forgotten", rp.AcquiredRecords)
-			}
 		}
 	}
-	empty := kmsg.NewPtrShareFetchRequest()
-	empty.Version, empty.GroupID, empty.MemberID, empty.ShareSessionEpoch = 1, strp("g"), strp("m1"), epoch
-	empty.MinBytes, empty.MaxRecords, empty.BatchSize = 1, 100, 100
-	eresp, err := empty.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
+	if a := acquired(lresp); len(a) > 0 {
+		t.Errorf("acquired %+v for the partition just forgotten", a)
 	}
+	empty := fetchReq("m1", epoch, 0)
+	empty.Topics = nil
+	eresp := send(empty)
 	epoch++
 	want("fetch after forgetting", eresp.ErrorCode, nil)
-	for _, rt := range eresp.Topics {
-		for _, rp := range rt.Partitions {
-			if len(rp.AcquiredRecords) > 0 {
-				t.Errorf("acquired %+v from a session without partitions", rp.AcquiredRecords)
-			}
-		}
+	if a := acquired(eresp); len(a) > 0 {
+		t.Errorf("acquired %+v from a session without partitions", a)
 	}
 
 	// -1 closes the session; the next request finds none.
 	want("close", ack(shareAck("g", "m1", -1, topicID, 0, 1)).ErrorCode, nil)
 	want("after close", ack(shareAck("g", "m1", epoch, topicID, 0, 1)).ErrorCode, kerr.ShareSessionNotFound)
+}
+
+// acquired lists the AcquiredRecords of every partition of resp.
+func acquired(resp *kmsg.ShareFetchResponse) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	var out []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			out = append(out, rp.AcquiredRecords...)
+		}
+	}
+	return out
 }
