@@ -208,6 +208,7 @@ type benchProduceOptions struct {
 	linger        time.Duration
 	throughput    float64
 	maxInflight   int
+	producers     int // kgo clients, each with its share of the records and the rate
 	breakdown     bool
 	metricsURLs   []string
 	schemaID      int // > 0: values start with the registry's wire format for this id
@@ -278,6 +279,7 @@ Give every broker that leads a partition of the topic with --metrics-url
 	fs.DurationVar(&o.linger, "linger", 10*time.Millisecond, "how long a partition waits to fill a batch (kgo ProducerLinger)")
 	fs.Float64Var(&o.throughput, "throughput", -1, "target records per second (-1: as fast as possible)")
 	fs.IntVar(&o.maxInflight, "max-inflight", 50000, "records buffered in the client before produce blocks (kgo MaxBufferedRecords)")
+	fs.IntVar(&o.producers, "producers", 1, "producer clients, each with its own connections, an equal share of the records and of --throughput; one latency histogram for all")
 	fs.IntVar(&o.schemaID, "schema-id", 0, "start every value with the schema registry's wire format for this schema id (magic byte 0 and the id), for a topic with confluent.value.schema.validation")
 	fs.BoolVar(&o.breakdown, "breakdown", false, "also print where the brokers spent the time, per produce stage (from their /metrics)")
 	fs.StringSliceVar(&o.metricsURLs, "metrics-url", nil, "a broker's /metrics URL for --breakdown, repeatable (default: each bootstrap host on port 8081)")
@@ -306,12 +308,20 @@ func (o *benchProduceOptions) validate() error {
 		return fmt.Errorf("--linger %s: must be between 0 and 1m", o.linger)
 	case o.partitions < 1:
 		return fmt.Errorf("--partitions %d: must be at least 1", o.partitions)
+	case o.producers < 1 || o.producers > maxBenchProducers:
+		return fmt.Errorf("--producers %d: must be between 1 and %d", o.producers, maxBenchProducers)
+	case o.numRecords > 0 && o.numRecords < int64(o.producers):
+		return fmt.Errorf("--num-records %d: fewer than --producers %d", o.numRecords, o.producers)
 	}
 	if o.numRecords == 0 && o.duration == 0 {
 		o.numRecords = 100000
 	}
 	return nil
 }
+
+// maxBenchProducers bounds --producers: each is a kgo client with its own
+// connections, goroutines and buffer of --max-inflight records.
+const maxBenchProducers = 1000
 
 // produceStats is what promises record and the progress printer reads.
 type produceStats struct {
@@ -347,12 +357,20 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 
 	ctx := cmd.Context()
 	errOut := cmd.ErrOrStderr()
-	cl, err := cf.connect(ctx, opts...)
-	if err != nil {
-		return err
+	cls := make([]*kgo.Client, 0, o.producers)
+	defer func() {
+		for _, cl := range cls {
+			cl.Close()
+		}
+	}()
+	for range o.producers {
+		cl, err := cf.connect(ctx, opts...)
+		if err != nil {
+			return err
+		}
+		cls = append(cls, cl)
 	}
-	defer cl.Close()
-	if err := ensureTopic(ctx, cf, kadm.NewClient(cl), o.topic, o.partitions, o.replication, errOut); err != nil {
+	if err := ensureTopic(ctx, cf, kadm.NewClient(cls[0]), o.topic, o.partitions, o.replication, errOut); err != nil {
 		return err
 	}
 
@@ -401,35 +419,38 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 		return st.acked, st.acked * int64(o.recordSize), "p99 " + formatMillis(time.Duration(st.hist.quantile(0.99))) + " ms"
 	})
 
-	var bucket *tokenBucket
-	if o.throughput > 0 {
-		bucket = newTokenBucket(o.throughput, start)
-	}
 	var deadline time.Time
 	if o.duration > 0 {
 		deadline = start.Add(o.duration)
 	}
-	for i := int64(0); o.numRecords == 0 || i < o.numRecords; i++ {
-		if ctx.Err() != nil {
-			break
+	// Each producer takes its share of the records and of the rate; the
+	// first takes what the division leaves.
+	var wg sync.WaitGroup
+	for i, cl := range cls {
+		n := o.numRecords / int64(len(cls))
+		if i == 0 {
+			n += o.numRecords % int64(len(cls))
 		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			break
+		var bucket *tokenBucket
+		if o.throughput > 0 {
+			bucket = newTokenBucket(o.throughput/float64(len(cls)), start)
 		}
-		if bucket != nil {
-			if d := bucket.take(now); d > 0 {
-				sleepCtx(ctx, d)
-			}
-		}
-		cl.Produce(ctx, &kgo.Record{Value: payload, Timestamp: time.Now()}, promise)
+		wg.Go(func() { produceShare(ctx, cl, payload, n, deadline, bucket, promise) })
 	}
+	wg.Wait()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*cf.timeout)
 	defer cancel()
-	flushErr := cl.Flush(fctx)
+	flushErrs := make([]error, len(cls))
+	for i, cl := range cls {
+		wg.Go(func() { flushErrs[i] = cl.Flush(fctx) })
+	}
+	wg.Wait()
+	flushErr := errors.Join(flushErrs...)
 	elapsed := time.Since(start)
 	stopProgress()
-	cl.Close() // fails whatever a failed flush left, so no promise runs later
+	for _, cl := range cls {
+		cl.Close() // fails whatever a failed flush left, so no promise runs later
+	}
 
 	st.mu.Lock()
 	res := benchProduceResultOf(o, &st, elapsed)
@@ -452,6 +473,26 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, o *benchProduceOptions
 		return fmt.Errorf("%d records failed; the first: %w", res.Errors, cf.explain(st.firstErr))
 	}
 	return nil
+}
+
+// produceShare produces n records (with n 0, until deadline) on cl, paced
+// by bucket when there is one.
+func produceShare(ctx context.Context, cl *kgo.Client, payload []byte, n int64, deadline time.Time, bucket *tokenBucket, promise func(*kgo.Record, error)) {
+	for i := int64(0); n == 0 || i < n; i++ {
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		if !deadline.IsZero() && !now.Before(deadline) {
+			return
+		}
+		if bucket != nil {
+			if d := bucket.take(now); d > 0 {
+				sleepCtx(ctx, d)
+			}
+		}
+		cl.Produce(ctx, &kgo.Record{Value: payload, Timestamp: time.Now()}, promise)
+	}
 }
 
 func benchProduceResultOf(o *benchProduceOptions, st *produceStats, elapsed time.Duration) benchProduceResult {

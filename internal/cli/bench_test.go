@@ -178,7 +178,7 @@ func TestTokenBucketBurstIsBounded(t *testing.T) {
 
 func TestBenchProduceOptionsValidate(t *testing.T) {
 	base := func() benchProduceOptions {
-		return benchProduceOptions{topic: "t", partitions: 1, recordSize: 1024, throughput: -1, maxInflight: 1, batchMaxBytes: 1 << 20}
+		return benchProduceOptions{topic: "t", partitions: 1, recordSize: 1024, throughput: -1, maxInflight: 1, batchMaxBytes: 1 << 20, producers: 1}
 	}
 	o := base()
 	if err := o.validate(); err != nil || o.numRecords != 100000 {
@@ -198,6 +198,11 @@ func TestBenchProduceOptionsValidate(t *testing.T) {
 		"negative size":   func(o *benchProduceOptions) { o.recordSize = -1 },
 		"no topic":        func(o *benchProduceOptions) { o.topic = "" },
 		"linger 2m":       func(o *benchProduceOptions) { o.linger = 2 * time.Minute },
+		"no producers":    func(o *benchProduceOptions) { o.producers = 0 },
+		"1001 producers":  func(o *benchProduceOptions) { o.producers = 1001 },
+		"records < producers": func(o *benchProduceOptions) {
+			o.numRecords, o.producers = 2, 3
+		},
 	} {
 		o := base()
 		mut(&o)
@@ -305,6 +310,20 @@ func TestIntegrationBench(t *testing.T) {
 		t.Errorf("stderr does not report creating the topic: %q", errOut)
 	}
 
+	// Three producers share the records (1001 does not divide by three)
+	// and report them in one result.
+	out, errOut, err = runCLI(t, "", "bench", "produce", "--topic", topic, "--producers", "3", "--num-records", "1001", "--record-size", "100", "--json", "-b", addr)
+	if err != nil {
+		t.Fatalf("bench produce --producers 3: %v\n%s", err, errOut)
+	}
+	pr = benchProduceResult{}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if pr.Records != 1001 || pr.Errors != 0 || pr.LatencyMs.Max <= 0 {
+		t.Errorf("bench produce --producers 3 result %+v", pr)
+	}
+
 	out, errOut, err = runCLI(t, "", "bench", "consume", "--topic", topic, "--json", "-b", addr)
 	if err != nil {
 		t.Fatalf("bench consume: %v\n%s", err, errOut)
@@ -313,7 +332,7 @@ func TestIntegrationBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &cr); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if cr.Records != 2000 || cr.Bytes != 2000*100 {
+	if cr.Records != 3001 || cr.Bytes != 3001*100 {
 		t.Errorf("bench consume result %+v", cr)
 	}
 
