@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/berthmq/berth/internal/vfs"
 )
 
 // activeIndexLog opens a log whose active segment holds n batches (big
@@ -216,5 +219,77 @@ func cutThenInvalid(t *testing.T, tear bool) {
 	}
 	if e, end := l2.EndOffsetForEpoch(2); e != 2 || end != leo {
 		t.Fatalf("epoch 2 ends at (%d, %d), want (2, %d)", e, end, leo)
+	}
+}
+
+// A sync that rolls no segment leaves a new epoch's checkpoint for later,
+// so that every partition's first produce after a restart or a leader
+// change is not acknowledged behind two more fsyncs: the index
+// checkpoint, which recovery trusts, writes the epochs first, and after a
+// crash the epochs of the data above it are rebuilt from the batches.
+func TestSyncDefersTheEpochCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	ffs := vfs.NewFaultFS(nil)
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 20
+	l := openT(t, dir, cfg, Options{FS: ffs})
+	appendT(t, l, simpleBatch(2, 100, 1000), 1)
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	epochWrites := func() (n int) {
+		for _, op := range ffs.Ops() {
+			if strings.Contains(op, leaderEpochFile) && strings.HasPrefix(op, "write ") {
+				n++
+			}
+		}
+		return n
+	}
+	syncNoEpochWrite := func(epoch int32) int64 {
+		t.Helper()
+		ffs.Record()
+		first := appendT(t, l, simpleBatch(2, 100, 1000+int64(epoch)), epoch).FirstOffset
+		if _, err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if n := epochWrites(); n != 0 {
+			t.Fatalf("the sync of epoch %d's first batch wrote the epoch checkpoint %d times; ops %q", epoch, n, ffs.Ops())
+		}
+		return first
+	}
+	epoch2 := syncNoEpochWrite(2)
+	epoch3 := syncNoEpochWrite(3)
+
+	ffs.Record()
+	if err := l.CheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if n := epochWrites(); n != 1 {
+		t.Fatalf("the index checkpoint wrote the epoch checkpoint %d times, want 1; ops %q", n, ffs.Ops())
+	}
+	es, err := decodeEpochs(readFileT(t, filepath.Join(dir, leaderEpochFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 3 || es[1] != (epochEntry{2, epoch2}) || es[2] != (epochEntry{3, epoch3}) {
+		t.Fatalf("epoch checkpoint %v, want epochs 1, 2 at %d and 3 at %d", es, epoch2, epoch3)
+	}
+
+	// Epoch 4 only in the batches past the index checkpoint.
+	epoch4 := syncNoEpochWrite(4)
+	leo := l.LogEndOffset()
+	crash(l)
+	l = openT(t, dir, cfg, Options{FS: ffs})
+	defer l.Close()
+	if got := l.LogEndOffset(); got != leo {
+		t.Fatalf("LEO %d after the crash, want %d", got, leo)
+	}
+	for _, want := range []struct {
+		epoch int32
+		end   int64
+	}{{1, epoch2}, {2, epoch3}, {3, epoch4}, {4, leo}} {
+		if e, end := l.EndOffsetForEpoch(want.epoch); e != want.epoch || end != want.end {
+			t.Errorf("after the crash epoch %d ends at (%d, %d), want (%d, %d)", want.epoch, e, end, want.epoch, want.end)
+		}
 	}
 }

@@ -36,16 +36,19 @@ func (c *epochCache) assign(epoch int32, start int64) {
 	c.dirty = true
 }
 
-// truncateFromEnd drops entries starting at or after end (log truncation).
-func (c *epochCache) truncateFromEnd(end int64) {
+// truncateFromEnd drops entries starting at or after end (log
+// truncation), reporting whether there were any.
+func (c *epochCache) truncateFromEnd(end int64) bool {
 	n := len(c.entries)
 	for n > 0 && c.entries[n-1].Start >= end {
 		n--
 	}
-	if n != len(c.entries) {
-		c.entries = c.entries[:n]
-		c.dirty = true
+	if n == len(c.entries) {
+		return false
 	}
+	c.entries = c.entries[:n]
+	c.dirty = true
+	return true
 }
 
 // truncateFromStart drops entries wholly below start; the last entry

@@ -483,8 +483,15 @@ func (ps *PendingSync) End(durable bool) (int64, error) {
 	}
 	d := l.durable.Load()
 	writeRP := len(ps.rolled) > 0 && d > l.rp
+	// The leader-epoch checkpoint is written only ahead of the recovery
+	// point here: recovery trusts it for the data below the recovery point
+	// and below the active segment's index checkpoint (CheckpointIndex and
+	// Close write it first too) and rebuilds the epochs of the data above
+	// from the batches. Written on every new epoch's first sync, its
+	// fsyncs would delay that sync's acknowledgements: after a restart or
+	// a leader change, that of every partition's first produce.
 	var epochs []byte
-	if l.epochs.dirty {
+	if writeRP && l.epochs.dirty {
 		epochs = l.epochs.encode()
 		l.epochs.dirty = false
 	}

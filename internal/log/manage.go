@@ -201,9 +201,14 @@ func (l *Log) cut(offset int64, reset bool) error {
 	if err := l.cleanerTruncatedLocked(leo); err != nil {
 		return err
 	}
-	l.epochs.truncateFromEnd(leo)
-	if err := l.persistEpochsLocked(); err != nil {
-		return err
+	// Only a truncation that dropped epochs rewrites the checkpoint now:
+	// one that dropped none leaves a newer epoch not yet checkpointed (see
+	// PendingSync.End) for later, so undoing a write that failed for a
+	// full disk needs no write.
+	if l.epochs.truncateFromEnd(leo) {
+		if err := l.persistEpochsLocked(); err != nil {
+			return err
+		}
 	}
 	if l.rp > leo || l.rp < l.logStart.Load() {
 		if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {

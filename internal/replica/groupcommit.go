@@ -364,9 +364,9 @@ func (m *Manager) syncFilesystem(batch []*Partition) {
 		m.log.Warn("syncing the log directory's filesystem failed; fsyncing each partition's files to find the one that failed",
 			"partitions", len(pend), "err", err)
 	}
-	// In parallel: End may write a checkpoint (a partition's first sync
-	// writes its leader-epoch checkpoint), and after a failed sync it
-	// fsyncs the partition's files.
+	// In parallel: End may write checkpoints (the leader-epoch and
+	// recovery-point ones after a segment rolled), and after a failed sync
+	// it fsyncs the partition's files.
 	m.parallel(len(pend), syncParallelism, func(i int) {
 		x := pend[i]
 		off, serr := x.ps.End(err == nil)
