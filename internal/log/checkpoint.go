@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,30 @@ func replaceFile(fs vfs.FS, name string, data []byte) error {
 		return fmt.Errorf("log: %w", wrapDiskFull(err))
 	}
 	return nil
+}
+
+// keepOrReplaceFile is replaceFile, except that when name already holds
+// data it only fsyncs it (its name is made durable by the directory fsync
+// that follows it: Close writes the clean-shutdown marker last). A clean
+// stop of a partition that took no writes since it opened thus costs no
+// file replacement: with 10,000 idle partitions, about a minute of
+// fsyncs, renames and directory fsyncs.
+func keepOrReplaceFile(fs vfs.FS, name string, data []byte) error {
+	if f, err := fs.OpenFile(name, os.O_RDONLY, 0); err == nil {
+		same := false
+		if fi, err := f.Stat(); err == nil && fi.Size() == int64(len(data)) {
+			old := make([]byte, len(data))
+			n, err := f.ReadAt(old, 0)
+			same = n == len(data) && (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(old, data)
+		}
+		if same {
+			same = f.Sync() == nil
+		}
+		if f.Close() == nil && same {
+			return nil
+		}
+	}
+	return replaceFile(fs, name, data)
 }
 
 // Checkpoints use Kafka's text layout: a version line (0), an entry count
@@ -82,6 +107,11 @@ func decodeCheckpoint(b []byte, fields int) ([][2]int64, error) {
 
 func writeOffsetCheckpoint(fs vfs.FS, name string, off int64) error {
 	return replaceFile(fs, name, encodeCheckpoint([][2]int64{{off}}, 1))
+}
+
+// keepOffsetCheckpoint is writeOffsetCheckpoint through keepOrReplaceFile.
+func keepOffsetCheckpoint(fs vfs.FS, name string, off int64) error {
+	return keepOrReplaceFile(fs, name, encodeCheckpoint([][2]int64{{off}}, 1))
 }
 
 // readOffsetCheckpoint returns the offset in name; ok false if the file is

@@ -347,7 +347,7 @@ func (l *Log) SaveProducerSnapshot(offset int64, data []byte) error {
 		l.fail(err)
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	if err := replaceFile(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data)); err != nil {
+	if err := keepOrReplaceFile(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data)); err != nil {
 		return err
 	}
 	l.prodSnap.Store(offset)
@@ -416,19 +416,26 @@ func (l *Log) shutdownLocked() error {
 	if err := l.syncTxnIndexes(); err != nil {
 		return err
 	}
-	if err := s.writeIndexes(l.fs); err != nil {
+	// Files that already hold what they would be replaced with are only
+	// fsynced (keepOrReplaceFile): the marker's directory fsync, last,
+	// covers their names.
+	idx, tidx := s.indexBytes()
+	if err := keepOrReplaceFile(l.fs, s.indexPath(), idx); err != nil {
+		return err
+	}
+	if err := keepOrReplaceFile(l.fs, s.timeIndexPath(), tidx); err != nil {
 		return err
 	}
 	leo := l.leo.Load()
 	l.durable.Store(leo)
-	l.epochs.dirty = true
-	if err := l.persistEpochsLocked(); err != nil {
+	if err := keepOrReplaceFile(l.fs, l.path(leaderEpochFile), l.epochs.encode()); err != nil {
 		return err
 	}
-	if err := writeOffsetCheckpoint(l.fs, l.path(logStartFile), l.logStart.Load()); err != nil {
+	l.epochs.dirty = false
+	if err := keepOffsetCheckpoint(l.fs, l.path(logStartFile), l.logStart.Load()); err != nil {
 		return err
 	}
-	if err := writeOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {
+	if err := keepOffsetCheckpoint(l.fs, l.path(recoveryPointFile), leo); err != nil {
 		return err
 	}
 	l.rp = leo
