@@ -210,15 +210,27 @@ func TestPersistDLQParksThenArchives(t *testing.T) {
 	if pk.count() != 1 || pk.parked[0].First != 1 || pk.parked[0].ErrorText != "bad address" || pk.parked[0].Reason != share.ReasonRejected {
 		t.Fatalf("parked %+v", pk.parked)
 	}
-	snap := st.states[testKey]
-	if i := slices.IndexFunc(snap.StateBatches, func(b share.StateBatch) bool { return b.FirstOffset <= 1 && 1 <= b.LastOffset }); i < 0 || snap.StateBatches[i].DeliveryState != int8(share.Archived) {
-		t.Fatalf("persisted state %+v: offset 1 not archived", snap)
+	// The archived state is written after the in-memory one changes:
+	// poll the store too.
+	for {
+		st.mu.Lock()
+		snap := st.states[testKey]
+		st.mu.Unlock()
+		if i := slices.IndexFunc(snap.StateBatches, func(b share.StateBatch) bool { return b.FirstOffset <= 1 && 1 <= b.LastOffset }); i >= 0 && snap.StateBatches[i].DeliveryState == int8(share.Archived) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("persisted state %+v: offset 1 not archived", snap)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 
 	// A state left archiving (a crash between the two writes) is parked
 	// again on load.
+	st.mu.Lock()
 	st.states[testKey] = share.Snapshot{StartOffset: 0, StateBatches: []share.StateBatch{
 		{FirstOffset: 0, LastOffset: 0, DeliveryState: int8(share.Archiving), DeliveryCount: 5, Reason: share.ReasonDeliveryLimit}}}
+	st.mu.Unlock()
 	pk2 := &parker{}
 	r2 := newTestRegistry(t, st, pk2)
 	acquire(t, r2, l, "m1")
