@@ -347,7 +347,7 @@ func (l *Log) SaveProducerSnapshot(offset int64, data []byte) error {
 		l.fail(err)
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	if err := keepOrReplaceFile(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data)); err != nil {
+	if err := keepOrReplaceFile(l.fs, l.path(producerSnapshotFile), encodeProducerSnapshot(offset, data), false); err != nil {
 		return err
 	}
 	l.prodSnap.Store(offset)
@@ -416,19 +416,19 @@ func (l *Log) shutdownLocked() error {
 	if err := l.syncTxnIndexes(); err != nil {
 		return err
 	}
-	// Files that already hold what they would be replaced with are only
-	// fsynced (keepOrReplaceFile): the marker's directory fsync, last,
-	// covers their names.
+	// Files that already hold what they would be replaced with are kept
+	// (keepOrReplaceFile): the marker's directory fsync, last, covers
+	// their names.
 	idx, tidx := s.indexBytes()
-	if err := keepOrReplaceFile(l.fs, s.indexPath(), idx); err != nil {
+	if err := keepOrReplaceFile(l.fs, s.indexPath(), idx, true); err != nil {
 		return err
 	}
-	if err := keepOrReplaceFile(l.fs, s.timeIndexPath(), tidx); err != nil {
+	if err := keepOrReplaceFile(l.fs, s.timeIndexPath(), tidx, true); err != nil {
 		return err
 	}
 	leo := l.leo.Load()
 	l.durable.Store(leo)
-	if err := keepOrReplaceFile(l.fs, l.path(leaderEpochFile), l.epochs.encode()); err != nil {
+	if err := keepOrReplaceFile(l.fs, l.path(leaderEpochFile), l.epochs.encode(), false); err != nil {
 		return err
 	}
 	l.epochs.dirty = false

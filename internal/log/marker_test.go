@@ -106,6 +106,22 @@ func TestCleanCloseKeepsUnchangedFiles(t *testing.T) {
 	if got := renamed(); !slices.Equal(got, []string{cleanShutdownFile}) {
 		t.Fatalf("an idle log's clean close replaced %q, want only the marker; ops %q", got, ffs.Ops())
 	}
+	// Checkpoints, only ever written fsynced, are left alone; the index
+	// files, appended to without an fsync, are fsynced.
+	var synced []string
+	for _, op := range ffs.Ops() {
+		if f := strings.Fields(op); f[0] == "sync" {
+			synced = append(synced, filepath.Base(f[1]))
+		}
+	}
+	for _, name := range []string{leaderEpochFile, logStartFile, recoveryPointFile, producerSnapshotFile} {
+		if slices.Contains(synced, name) {
+			t.Errorf("the idle close fsynced the unchanged %s; fsynced %q", name, synced)
+		}
+	}
+	if !slices.ContainsFunc(synced, func(n string) bool { return strings.HasSuffix(n, indexSuffix) }) {
+		t.Errorf("the idle close did not fsync the active segment's index; fsynced %q", synced)
+	}
 
 	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
 		t.Fatalf("no clean-shutdown marker after the idle close: %v", err)
