@@ -37,9 +37,10 @@ func replaceFile(fs vfs.FS, name string, data []byte) error {
 // Then a file only ever written through replaceFile is left alone: its
 // bytes were fsynced before they got its name. One written otherwise
 // (syncIfKept: the active segment's indexes, which CheckpointIndex appends
-// to without an fsync) is fsynced. Either way its name is made durable by
-// the next fsync of its directory: Close writes the clean-shutdown marker
-// last. A clean stop of a partition that took no writes since it opened
+// to without an fsync) is fsynced. Either way its name was made durable
+// by an fsync of its directory already (replaceFile's; a created index
+// file marks the directory for the next Sync) or is by the next one (Close
+// writes the clean-shutdown marker last). A clean stop of a partition that took no writes since it opened
 // thus replaces no file but the marker: with 10,000 idle partitions, a
 // quarter of a minute of fsyncs, renames and directory fsyncs saved.
 func keepOrReplaceFile(fs vfs.FS, name string, data []byte, syncIfKept bool) error {

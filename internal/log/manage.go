@@ -419,11 +419,7 @@ func (l *Log) shutdownLocked() error {
 	// Files that already hold what they would be replaced with are kept
 	// (keepOrReplaceFile): the marker's directory fsync, last, covers
 	// their names.
-	idx, tidx := s.indexBytes()
-	if err := keepOrReplaceFile(l.fs, s.indexPath(), idx, true); err != nil {
-		return err
-	}
-	if err := keepOrReplaceFile(l.fs, s.timeIndexPath(), tidx, true); err != nil {
+	if err := s.writeIndexes(l.fs); err != nil {
 		return err
 	}
 	leo := l.leo.Load()

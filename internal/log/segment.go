@@ -180,14 +180,15 @@ func (s *segment) indexBytes() (idx, tidx []byte) {
 	return append([]byte(nil), s.idx.b...), append([]byte(nil), s.tidx.b...)
 }
 
-// writeIndexes replaces both index files with the indexes in memory,
-// durably (replaceFile).
+// writeIndexes makes both index files hold the indexes in memory,
+// durably: a file that already does (the active segment's, appended to by
+// CheckpointIndex) is fsynced, any other replaced (keepOrReplaceFile).
 func (s *segment) writeIndexes(fs vfs.FS) error {
 	idx, tidx := s.indexBytes()
-	if err := replaceFile(fs, s.indexPath(), idx); err != nil {
+	if err := keepOrReplaceFile(fs, s.indexPath(), idx, true); err != nil {
 		return err
 	}
-	return replaceFile(fs, s.timeIndexPath(), tidx)
+	return keepOrReplaceFile(fs, s.timeIndexPath(), tidx, true)
 }
 
 // removeIndexFiles deletes the index files (stale after a truncation).
