@@ -121,13 +121,15 @@ func TestShareConfigDescribeSetDelete(t *testing.T) {
 		"share.retry.backoff.multiplier":            {"2", kmsg.ConfigSourceDefaultConfig},
 		"share.retry.backoff.max.ms":                {"300000", kmsg.ConfigSourceDefaultConfig},
 		"share.retry.backoff.jitter":                {"0.2", kmsg.ConfigSourceDefaultConfig},
+		"share.session.timeout.ms":                  {"45000", kmsg.ConfigSourceDefaultConfig},
+		"share.heartbeat.interval.ms":               {"5000", kmsg.ConfigSourceDefaultConfig},
 	} {
 		if got[name] != want {
 			t.Errorf("%s: described %+v, want %+v", name, got[name], want)
 		}
 	}
-	if len(got) != 11 {
-		t.Errorf("described %d group configs, want 11: %v", len(got), got)
+	if len(got) != 13 {
+		t.Errorf("described %d group configs, want 13: %v", len(got), got)
 	}
 
 	setGroupConfigs(t, cl, "shipments",
@@ -203,7 +205,9 @@ func TestShareConfigInvalidValues(t *testing.T) {
 		{[]string{"share.retry.backoff.initial.ms", "60000", "share.retry.backoff.max.ms", "1000"}, "share.retry.backoff.max.ms"},
 		{[]string{"share.retry.backoff.jitter", "1.5"}, "between 0 and 1"},
 		{[]string{"share.retry.backoff.multiplier", "0.5"}, "between 1 and"},
-		{[]string{"share.session.timeout.ms", "50000"}, "unknown group config"},
+		{[]string{"share.session.timeout.ms", "70000"}, "group.share.max.session.timeout.ms"},
+		{[]string{"share.heartbeat.interval.ms", "1000"}, "group.share.min.heartbeat.interval.ms"},
+		{[]string{"consumer.session.timeout.ms", "50000"}, "unknown group config"},
 	} {
 		err := alterGroupConfigs(t, cl, "g", c.kv...)
 		if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), c.want) {
@@ -326,5 +330,62 @@ func TestShareConfigDeletedWithGroup(t *testing.T) {
 	got := describeGroupConfigs(t, prod, "temp")
 	if g := got["share.delivery.count.limit"]; g != (groupConfig{"5", kmsg.ConfigSourceDefaultConfig}) {
 		t.Errorf("after DeleteGroups: %+v, want the default", g)
+	}
+}
+
+// A share group's own share.session.timeout.ms and
+// share.heartbeat.interval.ms: members are told the group's interval,
+// one that stops heartbeating leaves after the group's timeout while
+// another group keeps the broker's, and values outside the broker's
+// bounds (or a heartbeat not below the timeout) are refused.
+func TestShareGroupSessionTimeoutConfig(t *testing.T) {
+	n := tc.Start(t, tc.With("group.share.min.session.timeout.ms", "2000"), tc.With("group.share.min.heartbeat.interval.ms", "500"))
+	tc.CreateTopic(t, n.Addr(), "jobs", 1, nil)
+	cl := tc.Client(t, n.Addr())
+	ctx := ctxT(t, 60*time.Second)
+
+	if err := alterGroupConfigs(t, cl, "fast", "share.session.timeout.ms", "1000"); !errors.Is(err, kerr.InvalidConfig) ||
+		!strings.Contains(err.Error(), "group.share.min.session.timeout.ms") {
+		t.Fatalf("share.session.timeout.ms below the broker's minimum: %v, want INVALID_CONFIG naming the bound", err)
+	}
+	if err := alterGroupConfigs(t, cl, "fast", "share.session.timeout.ms", "2000", "share.heartbeat.interval.ms", "2000"); !errors.Is(err, kerr.InvalidConfig) ||
+		!strings.Contains(err.Error(), "must be less than share.session.timeout.ms") {
+		t.Fatalf("heartbeat equal to the session timeout: %v, want INVALID_CONFIG", err)
+	}
+	setGroupConfigs(t, cl, "fast", "share.session.timeout.ms", "2000", "share.heartbeat.interval.ms", "500")
+	if got := describeGroupConfigs(t, cl, "fast")["share.session.timeout.ms"]; got != (groupConfig{"2000", kmsg.ConfigSourceGroupConfig}) {
+		t.Fatalf("described %+v", got)
+	}
+
+	var fast *kmsg.ShareGroupHeartbeatResponse
+	poll.Until(t, 30*time.Second, func() error { // the first join creates __consumer_offsets
+		var err error
+		fast, err = shareHeartbeat(ctx, cl, "fast", "worker-1", 0, []string{"jobs"})
+		return err
+	})
+	if fast.HeartbeatIntervalMillis != 500 {
+		t.Fatalf("fast group's heartbeat interval %d ms, want its own 500", fast.HeartbeatIntervalMillis)
+	}
+	slow, err := shareHeartbeat(ctx, cl, "slow", "worker-2", 0, []string{"jobs"})
+	if err != nil || slow.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("slow group: interval %v ms, %v; want the broker's 5000", slow.HeartbeatIntervalMillis, err)
+	}
+	// worker-1 goes silent: gone after the group's 2 s, worker-2 stays.
+	start := time.Now()
+	poll.Until(t, 20*time.Second, func() error {
+		g, err := describeShare(ctx, cl, "fast")
+		if err != nil {
+			return err
+		}
+		if len(g.Members) != 0 {
+			return fmt.Errorf("fast group still has %d members", len(g.Members))
+		}
+		return nil
+	})
+	if el := time.Since(start); el < 1500*time.Millisecond || el > 10*time.Second {
+		t.Errorf("the silent member left after %v, want about the group's 2 s", el)
+	}
+	if g, err := describeShare(ctx, cl, "slow"); err != nil || len(g.Members) != 1 {
+		t.Fatalf("slow group (the broker's 45 s): %+v, %v", g, err)
 	}
 }

@@ -254,6 +254,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		ShareMaxGroupSize:      int(cfg.Int("group.share.max.size")),
 		Logger:                 logger,
 	}
+	// A share group's own share.session.timeout.ms and
+	// share.heartbeat.interval.ms, from the metadata image.
+	shareSettings := n.shareGroupSettings(cfg)
+	gc.ShareGroupTimeouts = func(g string) (time.Duration, time.Duration) {
+		s := shareSettings.Group(g)
+		return s.SessionTimeout, s.HeartbeatInterval
+	}
 	if err := shareGroupBounds(cfg); err != nil {
 		return nil, err
 	}

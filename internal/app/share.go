@@ -98,3 +98,9 @@ func (n *Node) forgetShareGroupElsewhere(ctx context.Context, im *metadata.Image
 	}
 	wg.Wait()
 }
+
+// shareGroupSettings resolves share groups' configs for the group
+// coordinator, which reads only their membership timeouts.
+func (n *Node) shareGroupSettings(cfg *config.Config) *sharepart.Settings {
+	return sharepart.NewSettings(cfg, share.PartitionDefaults(), n.ctrl.Image)
+}

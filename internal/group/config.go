@@ -37,10 +37,17 @@ type Config struct {
 	ConsumerAssignors []string
 
 	// Share groups (KIP-932, ShareGroupHeartbeat). As for consumer
-	// groups, the session timeout and heartbeat interval are the broker's.
+	// groups, the session timeout and heartbeat interval are the
+	// broker's, unless the group sets its own (ShareGroupTimeouts).
 	ShareSessionTimeout    time.Duration // group.share.session.timeout.ms, default 45s
 	ShareHeartbeatInterval time.Duration // group.share.heartbeat.interval.ms, default 5s
 	ShareMaxGroupSize      int           // group.share.max.size, default 200
+	// ShareGroupTimeouts, if set, returns a share group's own session
+	// timeout and heartbeat interval (its share.session.timeout.ms and
+	// share.heartbeat.interval.ms group configs over the broker's); zero
+	// values, or a heartbeat not below the timeout, leave the two above.
+	// It is called with the group's lock held and must only read memory.
+	ShareGroupTimeouts func(group string) (session, heartbeat time.Duration)
 	// ShareNewMemberID names a share member that joins without an id
 	// (ShareGroupHeartbeat v0); nil: a random UUID. For tests.
 	ShareNewMemberID func() string

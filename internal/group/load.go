@@ -199,7 +199,10 @@ func (c *Coordinator) FinishLoad(p int32) {
 	if c.topics != nil {
 		topics = c.topics.Topics()
 	}
-	shares := ps.shares.Finish(c.shareConfig(), groupTopics{c}, now)
+	shares := ps.shares.Finish(c.shareConfig(""), groupTopics{c}, now)
+	for _, sg := range shares {
+		sg.Reconfigure(c.shareConfig(sg.ID()))
+	}
 	for id, lg := range ps.loaded {
 		consumer := lg.consumer != nil && lg.consumer.epoch != nil && (lg.meta == nil || lg.consumerLast)
 		if lg.meta == nil && len(lg.offsets) == 0 && !consumer {

@@ -49,14 +49,23 @@ type shareGroup struct {
 // isShare reports whether g is a share group.
 func (g *group) isShare() bool { return g.sh != nil }
 
-// shareConfig is the membership config of share groups.
-func (c *Coordinator) shareConfig() shareGroupConfig {
-	return shareGroupConfig{
+// shareConfig is the membership config of share group id: the broker's,
+// with the group's own session timeout and heartbeat interval
+// (share.session.timeout.ms, share.heartbeat.interval.ms) where it has
+// them.
+func (c *Coordinator) shareConfig(id string) shareGroupConfig {
+	cfg := shareGroupConfig{
 		SessionTimeout:    c.cfg.ShareSessionTimeout,
 		HeartbeatInterval: c.cfg.ShareHeartbeatInterval,
 		MaxSize:           c.cfg.ShareMaxGroupSize,
 		NewMemberID:       c.cfg.ShareNewMemberID,
 	}
+	if c.cfg.ShareGroupTimeouts != nil {
+		if st, hb := c.cfg.ShareGroupTimeouts(id); st > 0 && hb > 0 && hb < st {
+			cfg.SessionTimeout, cfg.HeartbeatInterval = st, hb
+		}
+	}
+	return cfg
 }
 
 // groupTopics is the topic view share groups are built with: each
@@ -110,10 +119,11 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		return
 	case !g.isShare():
 		// A group made by this join (acquire): it becomes a share group.
-		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(), groupTopics{c})}
+		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(g.id), groupTopics{c})}
 		g.protocolType = shareProtocolType
 	}
 	now := c.cfg.Now()
+	g.sh.sg.Reconfigure(c.shareConfig(g.id)) // the group's configs may have changed
 	epoch := g.sh.sg.Epoch()
 	resp, ch := g.sh.sg.Heartbeat(req, shareClient{ID: clientID, Host: clientHost}, now)
 	if resp.ErrorCode != 0 {
@@ -195,6 +205,7 @@ func (c *Coordinator) persistShare(g *group, recs []Record, done func(error)) {
 
 // tickShare expires the sessions of a share group's members.
 func (c *Coordinator) tickShare(g *group, now time.Time, f *fx) {
+	g.sh.sg.Reconfigure(c.shareConfig(g.id)) // a changed share.session.timeout.ms applies at once
 	if at, ok := g.sh.sg.NextExpiry(); !ok || now.Before(at) {
 		return
 	}
@@ -328,7 +339,7 @@ func (c *Coordinator) CreateShareGroup(groupID string, respond func(members int,
 		return
 	case !g.isShare():
 		// A group made by this call (acquire): it becomes a share group.
-		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(), groupTopics{c})}
+		g.sh = &shareGroup{sg: newShareMembership(g.id, c.shareConfig(g.id), groupTopics{c})}
 		g.protocolType = shareProtocolType
 	}
 	sh, n := g.sh, g.sh.sg.Len()

@@ -19,10 +19,15 @@ const (
 	ConfigMaxRecordLocks       = "share.partition.max.record.locks"
 	ConfigAutoOffsetReset      = "share.auto.offset.reset"
 	ConfigIsolationLevel       = "share.isolation.level"
+	// The membership's: a member's session and heartbeat interval.
+	ConfigSessionTimeoutMs    = "share.session.timeout.ms"
+	ConfigHeartbeatIntervalMs = "share.heartbeat.interval.ms"
 
 	BrokerRecordLockDurationMs = "group.share.record.lock.duration.ms"
 	BrokerDeliveryCountLimit   = "group.share.delivery.count.limit"
 	BrokerMaxRecordLocks       = "group.share.partition.max.record.locks"
+	BrokerSessionTimeoutMs     = "group.share.session.timeout.ms"
+	BrokerHeartbeatIntervalMs  = "group.share.heartbeat.interval.ms"
 
 	// Berth additions: retry backoff of released and lock-expired records.
 	ConfigRetryBackoffInitialMs  = "share.retry.backoff.initial.ms"

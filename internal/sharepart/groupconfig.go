@@ -27,6 +27,9 @@ type GroupConfig struct {
 	DLQTopic string
 	// DLQCopyRecord is errors.deadletterqueue.copy.record.enable.
 	DLQCopyRecord bool
+	// SessionTimeout and HeartbeatInterval are the membership's
+	// (share.session.timeout.ms, share.heartbeat.interval.ms).
+	SessionTimeout, HeartbeatInterval time.Duration
 }
 
 // ResolveGroupConfig resolves a share group's settings from its configs
@@ -70,13 +73,19 @@ func ResolveGroupConfig(c *config.Config, group, dynamic map[string]string) (Gro
 		Jitter:     float(share.ConfigRetryBackoffJitter),
 	}
 	g := GroupConfig{
-		AutoOffsetReset: get(share.ConfigAutoOffsetReset),
-		IsolationLevel:  get(share.ConfigIsolationLevel),
-		DLQTopic:        get(berthmsg.ConfigDLQTopicName),
+		AutoOffsetReset:   get(share.ConfigAutoOffsetReset),
+		IsolationLevel:    get(share.ConfigIsolationLevel),
+		DLQTopic:          get(berthmsg.ConfigDLQTopicName),
+		SessionTimeout:    ms(share.ConfigSessionTimeoutMs),
+		HeartbeatInterval: ms(share.ConfigHeartbeatIntervalMs),
 	}
 	g.DLQCopyRecord, _ = strconv.ParseBool(get(berthmsg.ConfigDLQCopyRecordEnable))
 	pc.DeadLetter = g.DLQTopic != ""
 	g.Partition = pc
+	if g.HeartbeatInterval >= g.SessionTimeout {
+		return g, fmt.Errorf("%s (%v) must be less than %s (%v)", share.ConfigHeartbeatIntervalMs, g.HeartbeatInterval.Milliseconds(),
+			share.ConfigSessionTimeoutMs, g.SessionTimeout.Milliseconds())
+	}
 	return g, pc.Validate()
 }
 
@@ -85,7 +94,8 @@ var ErrInvalidGroupConfig = errors.New("invalid group config")
 
 // CheckGroupConfigs checks a group's configs as they would be after a
 // change: known names, values of the right kind, the broker's bounds on
-// the lock duration, delivery limit and record locks (Kafka's), the
+// the lock duration, delivery limit, record locks, session timeout and
+// heartbeat interval (Kafka's), the heartbeat below the session timeout, the
 // dead-letter topic prefix, and the resulting share-partition settings.
 // It does not check the by_duration syntax or the dead-letter topic's
 // name rules (the caller does, with ParseISODuration and metadata).
@@ -111,6 +121,8 @@ func CheckGroupConfigs(c *config.Config, group, dynamic map[string]string) error
 		{share.ConfigRecordLockDurationMs, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"},
 		{share.ConfigDeliveryCountLimit, "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"},
 		{share.ConfigMaxRecordLocks, "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"},
+		{share.ConfigSessionTimeoutMs, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"},
+		{share.ConfigHeartbeatIntervalMs, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"},
 	}
 	for _, b := range bounded {
 		s, ok := group[b.name]

@@ -41,6 +41,8 @@ func TestShareGroupConfigs(t *testing.T) {
 		{map[string]string{"errors.deadletterqueue.topic.name": "jobs-dlq"}, `name the dead-letter topic parked.jobs-dlq`},
 		{map[string]string{"share.unknown": "1"}, "unknown group config"},
 		{map[string]string{"errors.deadletterqueue.copy.record.enable": "yes"}, "true or false"},
+		{map[string]string{"share.session.timeout.ms": "10000"}, "group.share.min.session.timeout.ms"},
+		{map[string]string{"share.heartbeat.interval.ms": "20000"}, "group.share.max.heartbeat.interval.ms"},
 	} {
 		err := CheckGroupConfigs(c, tc.cfg, dynamic)
 		if !errors.Is(err, ErrInvalidGroupConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -54,6 +56,30 @@ func TestShareGroupConfigs(t *testing.T) {
 		if err := CheckGroupConfigs(c, map[string]string{"share.isolation.level": level}, dynamic); err != nil {
 			t.Errorf("share.isolation.level=%s: %v", level, err)
 		}
+	}
+	// The membership's timeouts: the broker's by default, the group's
+	// within the broker's bounds, the heartbeat below the timeout.
+	if g.SessionTimeout != 45*time.Second || g.HeartbeatInterval != 5*time.Second {
+		t.Errorf("default session timeout %v, heartbeat %v; want the broker's 45s, 5s", g.SessionTimeout, g.HeartbeatInterval)
+	}
+	bounds := map[string]string{"group.share.min.session.timeout.ms": "6000", "group.share.min.heartbeat.interval.ms": "1000"}
+	for k, v := range bounds {
+		dynamic[k] = v
+	}
+	own := map[string]string{"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "2000"}
+	if err := CheckGroupConfigs(c, own, dynamic); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ResolveGroupConfig(c, own, dynamic); err != nil || g.SessionTimeout != 6*time.Second || g.HeartbeatInterval != 2*time.Second {
+		t.Errorf("%v resolves to session %v, heartbeat %v, %v", own, g.SessionTimeout, g.HeartbeatInterval, err)
+	}
+	err = CheckGroupConfigs(c, map[string]string{"share.session.timeout.ms": "6000"}, dynamic) // the broker's 5 s heartbeat stays below
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckGroupConfigs(c, map[string]string{"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "6000"}, dynamic)
+	if !errors.Is(err, ErrInvalidGroupConfig) || !strings.Contains(err.Error(), "share.heartbeat.interval.ms (6000) must be less than share.session.timeout.ms (6000)") {
+		t.Errorf("heartbeat equal to the session timeout: %v", err)
 	}
 	if g, err := ResolveGroupConfig(c, map[string]string{"share.isolation.level": "read_committed"}, dynamic); err != nil || g.IsolationLevel != config.ReadCommitted {
 		t.Errorf("share.isolation.level=read_committed resolves to %+v, %v", g, err)
@@ -71,6 +97,8 @@ func TestGroupConfigNames(t *testing.T) {
 		{share.ConfigRetryBackoffMultiplier, share.BrokerRetryBackoffMultiplier},
 		{share.ConfigRetryBackoffMaxMs, share.BrokerRetryBackoffMaxMs},
 		{share.ConfigRetryBackoffJitter, share.BrokerRetryBackoffJitter},
+		{share.ConfigSessionTimeoutMs, share.BrokerSessionTimeoutMs},
+		{share.ConfigHeartbeatIntervalMs, share.BrokerHeartbeatIntervalMs},
 		{share.ConfigAutoOffsetReset, ""},
 		{share.ConfigIsolationLevel, ""},
 		{berthmsg.ConfigDLQTopicName, ""},
@@ -81,8 +109,8 @@ func TestGroupConfigNames(t *testing.T) {
 			t.Errorf("group config %s: known %v, falls back to %q, want %q", tc.group, ok, d.Topic, tc.broker)
 		}
 	}
-	if n := len(config.GroupDefs()); n != 11 {
-		t.Errorf("%d group configs, want the 11 above", n)
+	if n := len(config.GroupDefs()); n != 13 {
+		t.Errorf("%d group configs, want the 13 above", n)
 	}
 	if _, ok := config.LookupBroker(berthmsg.BrokerDLQTopicNamePrefix); !ok {
 		t.Errorf("broker setting %s unknown", berthmsg.BrokerDLQTopicNamePrefix)

@@ -64,6 +64,11 @@ type GroupSettings struct {
 	// acquired only below the last stable offset, and those of aborted
 	// transactions are archived, never delivered.
 	ReadCommitted bool
+	// SessionTimeout and HeartbeatInterval are the group's membership
+	// settings (share.session.timeout.ms, share.heartbeat.interval.ms);
+	// zero when the group's configs did not validate: the coordinator
+	// then uses the broker's.
+	SessionTimeout, HeartbeatInterval time.Duration
 }
 
 // Store persists share-partition state (the share coordinator).

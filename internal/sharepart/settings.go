@@ -15,7 +15,8 @@ import (
 // Settings that fail validation (only a group config set under other
 // broker bounds can) fall back to the broker defaults, keeping the
 // group's dead-letter topic, share.auto.offset.reset and
-// share.isolation.level. Resolved settings are cached per metadata image
+// share.isolation.level (and leaving the membership's timeouts to the
+// coordinator's broker settings). Resolved settings are cached per metadata image
 // (a new image, after any metadata change, starts a new cache).
 type Settings struct {
 	broker   *config.Config
@@ -49,9 +50,11 @@ func (st *Settings) Group(group string) GroupSettings {
 	if err != nil {
 		g.Partition = st.defaults
 		g.Partition.DeadLetter = g.DLQTopic != ""
+		g.SessionTimeout, g.HeartbeatInterval = 0, 0
 	}
 	s = GroupSettings{Partition: g.Partition, DLQTopic: g.DLQTopic, AutoOffsetReset: g.AutoOffsetReset,
-		ReadCommitted: g.IsolationLevel == config.ReadCommitted}
+		ReadCommitted:  g.IsolationLevel == config.ReadCommitted,
+		SessionTimeout: g.SessionTimeout, HeartbeatInterval: g.HeartbeatInterval}
 	st.mu.Lock()
 	if st.cached == im {
 		st.byName[group] = s
