@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -17,20 +16,15 @@ import (
 
 	"github.com/berthmq/berth/internal/config"
 	"github.com/berthmq/berth/internal/metadata"
+	"github.com/berthmq/berth/internal/testports"
 )
 
 // Three nodes in one process form a metadata quorum over loopback TCP; a
 // topic created through one of them has the same metadata on all three.
 func TestThreeNodeQuorumAgreesOnTopic(t *testing.T) {
-	var addrs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
-	}
+	// Below the ephemeral range: a port freed after ":0" could be taken
+	// by an outgoing connection before the node binds it.
+	addrs := testports.Addrs(t, 3)
 	voters := fmt.Sprintf("0@%s,1@%s,2@%s", addrs[0], addrs[1], addrs[2])
 	nodes := make([]*Node, 3)
 	errs := make([]error, 3)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berthmq/berth/internal/poll"
+	"github.com/berthmq/berth/internal/testports"
 )
 
 // testCluster runs metadata controllers over real loopback TCP in one
@@ -40,14 +40,12 @@ type testNode struct {
 // under -race: election timeout 10 ticks = 200ms.
 const quorumTick = 20 * time.Millisecond
 
+// freeAddr reserves a loopback address below the ephemeral range (a port
+// freed after ":0" could be taken by an outgoing connection before the
+// node binds it).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testports.Addrs(t, 1)[0]
 }
 
 // newTestCluster starts n voters with Raft ids 1..n and waits for each

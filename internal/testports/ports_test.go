@@ -1,4 +1,4 @@
-package testcluster
+package testports
 
 import (
 	"net"
@@ -8,9 +8,9 @@ import (
 
 // Reserved ports lie below the ephemeral range, are distinct, and are
 // not reserved twice while held.
-func TestReservePorts(t *testing.T) {
-	a := ReservePorts(t, 6)
-	b := ReservePorts(t, 6)
+func TestReserve(t *testing.T) {
+	a := Reserve(t, 6)
+	b := Reserve(t, 6)
 	seen := map[int]bool{}
 	for _, p := range append(a, b...) {
 		if p < fixedPortsFirst || p >= ephemeralFirst() {
