@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -491,6 +492,35 @@ func errorCodes(v reflect.Value, out *[]int16) {
 	}
 }
 
+// errorMessages collects every non-empty ErrorMessage field of a
+// response, at any depth.
+func errorMessages(v reflect.Value, out *[]string) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			errorMessages(v.Elem(), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Name == "ErrorMessage" {
+				if m, ok := v.Field(i).Interface().(*string); ok && m != nil && *m != "" {
+					*out = append(*out, *m)
+				}
+				continue
+			}
+			errorMessages(v.Field(i), out)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		for i := range v.Len() {
+			errorMessages(v.Index(i), out)
+		}
+	}
+}
+
 // walkState is what a refused request must leave as it was: the metadata
 // image (topics, configs, ACLs, groups' configs, producer ids), every
 // partition's log start and end (the internal topics hold the group,
@@ -603,6 +633,14 @@ func TestACLWalkEveryKeyRefusedAndTouchesNothing(t *testing.T) {
 		errorCodes(reflect.ValueOf(resp), &codes)
 		if !slices.Contains(codes, c.want.Code) || slices.ContainsFunc(codes, func(c2 int16) bool { return c2 != 0 && c2 != c.want.Code }) {
 			t.Errorf("key %d (%s): error codes %v, want %s (%d) and nothing else", a.Key, a.Name, codes, c.want.Message, c.want.Code)
+		}
+		// The admin APIs say what the refused principal needs.
+		if slices.Contains([]int16{29, 30, 31, 46, 48, 49, 50, 51, 55}, a.Key) {
+			var msgs []string
+			errorMessages(reflect.ValueOf(resp), &msgs)
+			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "on the cluster is needed") }) {
+				t.Errorf("key %d (%s): error messages %q, want one naming the operation on the cluster that is needed", a.Key, a.Name, msgs)
+			}
 		}
 	}
 	if after := walkState(t, n, adm, admin, w); after != before {

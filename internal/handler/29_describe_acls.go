@@ -26,6 +26,7 @@ func (b *Broker) describeACLs(_ context.Context, req *server.Request) (server.Re
 	}
 	if !b.authorizedCluster(req, opDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("DESCRIBE on the cluster is needed to describe ACLs")
 		return now(resp), nil
 	}
 	f := aclFilter(r.Version, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType)

@@ -37,7 +37,7 @@ func (b *Broker) createACLs(ctx context.Context, req *server.Request) (server.Re
 		return fail(kerr.SecurityDisabled.Code, errMsg(errSecurityDisabled)), nil
 	}
 	if !b.authorizedCluster(req, opAlter) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, nil), nil
+		return fail(kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("ALTER on the cluster is needed to create ACLs")), nil
 	}
 	var add []metadata.ACL
 	var valid []int

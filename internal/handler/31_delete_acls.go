@@ -37,7 +37,7 @@ func (b *Broker) deleteACLs(ctx context.Context, req *server.Request) (server.Re
 		return fail(kerr.SecurityDisabled.Code, errMsg(errSecurityDisabled)), nil
 	}
 	if !b.authorizedCluster(req, opAlter) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, nil), nil
+		return fail(kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("ALTER on the cluster is needed to delete ACLs")), nil
 	}
 	acls := b.image().ACLs
 	var del []metadata.ACL

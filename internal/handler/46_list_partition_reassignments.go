@@ -22,6 +22,7 @@ func (b *Broker) listPartitionReassignments(_ context.Context, req *server.Reque
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	if !b.authorizedCluster(req, opDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("DESCRIBE on the cluster is needed to list partition reassignments")
 		return now(resp), nil
 	}
 	im := b.image()

@@ -45,6 +45,7 @@ func (b *Broker) describeQuorum(_ context.Context, req *server.Request) (server.
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	if !b.authorizedCluster(req, opDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("DESCRIBE on the cluster is needed to describe the metadata quorum")
 		return now(resp), nil
 	}
 	if !isMetadataPartition(r.Topics) {
