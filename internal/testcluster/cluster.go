@@ -154,8 +154,15 @@ func (c *Cluster) Start(ids ...int32) {
 }
 
 // Restart starts a stopped or killed node again over its data and waits
-// until it is ready.
-func (c *Cluster) Restart(id int32) { c.t.Helper(); c.Start(id) }
+// until it is ready; a node still running is stopped first (SIGTERM, a
+// controlled shutdown, as Stop).
+func (c *Cluster) Restart(id int32) {
+	c.t.Helper()
+	if c.Node(id).Running() {
+		c.Stop(id)
+	}
+	c.Start(id)
+}
 
 // Kill sends SIGKILL to node id's process and waits for it to exit.
 func (c *Cluster) Kill(id int32) { c.Node(id).Kill() }

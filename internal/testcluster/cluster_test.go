@@ -109,7 +109,8 @@ func TestQuorumProxyCutsBothDirections(t *testing.T) {
 }
 
 // A three-process cluster elects a controller; cutting it off the quorum
-// makes the others elect another, and after heal all three agree again.
+// makes the others elect another, and after heal all three agree again;
+// a running node restarted comes back over its data.
 func TestClusterCutController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three berth processes")
@@ -151,4 +152,19 @@ func TestClusterCutController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Restart stops a running node first, then starts it over its data.
+	c.Restart(other)
+	poll.Until(t, 20*time.Second, func() error {
+		resp, err := DirectRequest(ctx, c.Direct(t, other), kmsg.NewPtrMetadataRequest())
+		if err != nil {
+			return err
+		}
+		for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
+			if tp.Topic != nil && *tp.Topic == "after-heal" {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %d does not know topic after-heal after its restart", other)
+	})
 }
