@@ -49,11 +49,11 @@ func newQueueCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "queue",
 		Aliases: []string{"queues"},
-		Short:   "List and describe work queues (share groups, KIP-932) with their lag",
+		Short:   "List and describe work queues (share groups, KIP-932) with their lag; show and change their configs",
 		Args:    cobra.NoArgs,
 	}
 	cf := addClientFlags(cmd)
-	cmd.AddCommand(newQueueListCmd(cf), newQueueDescribeCmd(cf))
+	cmd.AddCommand(newQueueListCmd(cf), newQueueDescribeCmd(cf), newQueueConfigsCmd(cf), newQueueAlterCmd(cf))
 	return cmd
 }
 

@@ -222,3 +222,67 @@ func TestQueueDescribeErrors(t *testing.T) {
 		t.Errorf("empty group name: %v", err)
 	}
 }
+
+// queue alter sets and deletes a group's configs (the group need not
+// exist), queue configs shows them with their source, and the broker's
+// refusals come back with its message.
+func TestQueueAlterConfigs(t *testing.T) {
+	addr := tc.Start(t).Addr()
+	if out, _, err := runCLI(t, "", "queue", "configs", "shippers", "-b", addr); err != nil || !strings.Contains(out, "sets no configs of its own") {
+		t.Fatalf("configs of a group with none: %q, %v", out, err)
+	}
+	out, _, err := runCLI(t, "", "queue", "alter", "shippers", "-b", addr,
+		"--config", "share.auto.offset.reset=earliest", "--config", "share.delivery.count.limit=3")
+	if err != nil || out != "Altered group shippers: set share.auto.offset.reset=earliest; set share.delivery.count.limit=3.\n" {
+		t.Fatalf("queue alter: %q, %v", out, err)
+	}
+	out, _, err = runCLI(t, "", "queue", "configs", "shippers", "-b", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CONFIG                      VALUE     SOURCE\n" +
+		"share.auto.offset.reset     earliest  GROUP_CONFIG\n" +
+		"share.delivery.count.limit  3         GROUP_CONFIG\n"
+	if out != want {
+		t.Fatalf("queue configs:\n%s\nwant:\n%s", out, want)
+	}
+	if _, _, err := runCLI(t, "", "queue", "alter", "shippers", "-b", addr, "--delete-config", "share.delivery.count.limit"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(t, "", "queue", "configs", "shippers", "--all", "--json", "-b", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qc queueConfigs
+	if err := json.Unmarshal([]byte(out), &qc); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got := map[string]configEntry{}
+	for _, c := range qc.Configs {
+		got[c.Name] = c
+	}
+	if c := got["share.delivery.count.limit"]; c.Value != "5" || c.Source != "DEFAULT_CONFIG" {
+		t.Errorf("after --delete-config: %+v, want the default 5", c)
+	}
+	if c := got["share.auto.offset.reset"]; c.Value != "earliest" || c.Source != "GROUP_CONFIG" {
+		t.Errorf("share.auto.offset.reset: %+v", c)
+	}
+	if len(qc.Configs) < 13 {
+		t.Errorf("--all listed %d configs, want every group config", len(qc.Configs))
+	}
+
+	_, _, err = runCLI(t, "", "queue", "alter", "shippers", "-b", addr, "--config", "share.delivery.count.limit=50")
+	if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), "group.share.max.delivery.count.limit") {
+		t.Errorf("out-of-bounds value: %v, want INVALID_CONFIG naming the broker's bound", err)
+	}
+	for _, args := range [][]string{
+		{"queue", "alter", "shippers"},
+		{"queue", "alter", "shippers", "--config", "novalue"},
+		{"queue", "alter", "shippers", "--config", "a=1", "--delete-config", "a"},
+		{"queue", "alter", "", "--config", "a=1"},
+	} {
+		if _, _, err := runCLI(t, "", append(args, "-b", addr)...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
