@@ -46,7 +46,7 @@ func newQueueConfigsCmd(cf *clientFlags) *cobra.Command {
 				if cf.json {
 					return writeJSON(out, qc)
 				}
-				return printQueueConfigs(out, qc, all)
+				return printQueueConfigs(out, qc)
 			})
 		},
 	}
@@ -86,7 +86,7 @@ func describeGroupConfigs(ctx context.Context, cf *clientFlags, cl *kgo.Client, 
 	return qc, nil
 }
 
-func printQueueConfigs(w io.Writer, qc queueConfigs, all bool) error {
+func printQueueConfigs(w io.Writer, qc queueConfigs) error {
 	if len(qc.Configs) == 0 {
 		_, err := fmt.Fprintf(w, "Group %s sets no configs of its own: it takes the broker's (berth queue configs %s --all lists them).\n", qc.Group, qc.Group)
 		return err
@@ -172,18 +172,6 @@ docs/configuration.md (Group configs).`,
 }
 
 func printQueueAlter(w io.Writer, r queueAlterResult) error {
-	var parts []string
-	keys := make([]string, 0, len(r.SetConfigs))
-	for k := range r.SetConfigs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("set %s=%s", k, r.SetConfigs[k]))
-	}
-	for _, k := range r.DeleteConfigs {
-		parts = append(parts, "deleted "+k)
-	}
-	_, err := fmt.Fprintf(w, "Altered group %s: %s.\n", r.Group, strings.Join(parts, "; "))
+	_, err := fmt.Fprintf(w, "Altered group %s: %s.\n", r.Group, strings.Join(configChanges(r.SetConfigs, r.DeleteConfigs), "; "))
 	return err
 }

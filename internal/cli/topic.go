@@ -620,19 +620,27 @@ func printTopicAlter(w io.Writer, r topicAlterResult) error {
 	if r.Partitions > 0 {
 		parts = append(parts, fmt.Sprintf("partitions now %d", r.Partitions))
 	}
-	keys := make([]string, 0, len(r.SetConfigs))
-	for k := range r.SetConfigs {
+	parts = append(parts, configChanges(r.SetConfigs, r.DeleteConfigs)...)
+	_, err := fmt.Fprintf(w, "Altered topic %s: %s.\n", r.Topic, strings.Join(parts, "; "))
+	return err
+}
+
+// configChanges describes set and deleted configs, the set ones sorted
+// by name: "set k=v", "deleted k".
+func configChanges(set map[string]string, deleted []string) []string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("set %s=%s", k, r.SetConfigs[k]))
+		parts = append(parts, fmt.Sprintf("set %s=%s", k, set[k]))
 	}
-	for _, k := range r.DeleteConfigs {
+	for _, k := range deleted {
 		parts = append(parts, "deleted "+k)
 	}
-	_, err := fmt.Fprintf(w, "Altered topic %s: %s.\n", r.Topic, strings.Join(parts, "; "))
-	return err
+	return parts
 }
 
 // ---- delete ----
