@@ -468,55 +468,45 @@ func TestACLWalkCoversEveryKey(t *testing.T) {
 
 // errorCodes collects every ErrorCode field of a response, at any depth.
 func errorCodes(v reflect.Value, out *[]int16) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			errorCodes(v.Elem(), out)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16 {
-				*out = append(*out, int16(v.Field(i).Int()))
-				continue
-			}
-			errorCodes(v.Field(i), out)
-		}
-	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
-		}
-		for i := range v.Len() {
-			errorCodes(v.Index(i), out)
-		}
-	}
+	errorFields(v, out, nil)
 }
 
 // errorMessages collects every non-empty ErrorMessage field of a
 // response, at any depth.
 func errorMessages(v reflect.Value, out *[]string) {
+	errorFields(v, nil, out)
+}
+
+// errorFields walks a response for its ErrorCode (into codes, if not nil)
+// and non-empty ErrorMessage (into msgs, if not nil) fields.
+func errorFields(v reflect.Value, codes *[]int16, msgs *[]string) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			errorMessages(v.Elem(), out)
+			errorFields(v.Elem(), codes, msgs)
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
-			if f.Name == "ErrorMessage" {
-				if m, ok := v.Field(i).Interface().(*string); ok && m != nil && *m != "" {
-					*out = append(*out, *m)
+			switch {
+			case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
+				if codes != nil {
+					*codes = append(*codes, int16(v.Field(i).Int()))
 				}
-				continue
+			case f.Name == "ErrorMessage":
+				if m, ok := v.Field(i).Interface().(*string); ok && msgs != nil && m != nil && *m != "" {
+					*msgs = append(*msgs, *m)
+				}
+			default:
+				errorFields(v.Field(i), codes, msgs)
 			}
-			errorMessages(v.Field(i), out)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return
 		}
 		for i := range v.Len() {
-			errorMessages(v.Index(i), out)
+			errorFields(v.Index(i), codes, msgs)
 		}
 	}
 }

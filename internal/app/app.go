@@ -254,9 +254,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 		ShareMaxGroupSize:      int(cfg.Int("group.share.max.size")),
 		Logger:                 logger,
 	}
-	// A share group's own share.session.timeout.ms and
-	// share.heartbeat.interval.ms, from the metadata image.
-	shareSettings := n.shareGroupSettings(cfg)
+	// Share groups' settings from their configs in the metadata image:
+	// the share-partitions' and, for the coordinator, a group's own
+	// share.session.timeout.ms and share.heartbeat.interval.ms.
+	sharePC := sharePartitionConfig(cfg)
+	shareSettings := sharepart.NewSettings(cfg, sharePC, n.ctrl.Image)
 	gc.ShareGroupTimeouts = func(g string) (time.Duration, time.Duration) {
 		s := shareSettings.Group(g)
 		return s.SessionTimeout, s.HeartbeatInterval
@@ -267,7 +269,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Nod
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // the group package reads 0 as "default"
 	}
-	shares, err := n.newShares(cfg, logger)
+	shares, err := n.newShares(cfg, sharePC, shareSettings, logger)
 	if err != nil {
 		return nil, err
 	}

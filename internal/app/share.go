@@ -21,10 +21,9 @@ import (
 	"github.com/berthmq/berth/pkg/berthmsg"
 )
 
-// newShares makes the node's share-partition registry from the broker's
-// group.share.* settings, the share coordinator's store, the share
-// groups' configs and the dead-letter writer.
-func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Registry, error) {
+// sharePartitionConfig is the share-partition config of the broker's
+// group.share.* settings: what a group without configs of its own gets.
+func sharePartitionConfig(cfg *config.Config) share.PartitionConfig {
 	pc := share.PartitionDefaults()
 	pc.LockDuration = cfg.Duration(share.BrokerRecordLockDurationMs)
 	pc.DeliveryCountLimit = int(cfg.Int(share.BrokerDeliveryCountLimit))
@@ -33,6 +32,14 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 	pc.Backoff.Multiplier = cfg.Float(share.BrokerRetryBackoffMultiplier)
 	pc.Backoff.Max = cfg.Duration(share.BrokerRetryBackoffMaxMs)
 	pc.Backoff.Jitter = cfg.Float(share.BrokerRetryBackoffJitter)
+	return pc
+}
+
+// newShares makes the node's share-partition registry from the broker's
+// share-partition config pc, the share groups' settings (the same ones
+// the group coordinator reads their timeouts from), the share
+// coordinator's store and the dead-letter writer.
+func (n *Node) newShares(cfg *config.Config, pc share.PartitionConfig, settings *sharepart.Settings, logger *slog.Logger) (*sharepart.Registry, error) {
 	n.dlq = dlq.New(dlq.Config{Broker: cfg, Image: n.ctrl.Image, Replicas: n.replicas, NodeID: n.nodeID, Logger: n.log, SASL: n.peerSASL,
 		Listener: func() net.Addr {
 			if n.interBroker == nil || n.interBroker.srv == nil {
@@ -42,7 +49,7 @@ func (n *Node) newShares(cfg *config.Config, logger *slog.Logger) (*sharepart.Re
 		}, Dial: n.peerDialer()})
 	return sharepart.New(sharepart.Config{
 		Partition: pc,
-		Settings:  sharepart.NewSettings(cfg, pc, n.ctrl.Image).Group,
+		Settings:  settings.Group,
 		Store:     n.shareStore(cfg),
 		DLQ:       n.dlq,
 		Logger:    logger.With("component", "share"),
@@ -97,10 +104,4 @@ func (n *Node) forgetShareGroupElsewhere(ctx context.Context, im *metadata.Image
 		}()
 	}
 	wg.Wait()
-}
-
-// shareGroupSettings resolves share groups' configs for the group
-// coordinator, which reads only their membership timeouts.
-func (n *Node) shareGroupSettings(cfg *config.Config) *sharepart.Settings {
-	return sharepart.NewSettings(cfg, share.PartitionDefaults(), n.ctrl.Image)
 }
